@@ -1,0 +1,54 @@
+"""Storage exceptions: every failure of a store surfaces as one of these, with a message that says
+what was wrong and what to do. A failed write raises before anything of its batch is committed."""
+
+from __future__ import annotations
+
+
+class StorageError(Exception):
+    """Base class of every storage failure."""
+
+
+class InvalidInput(StorageError):
+    """A batch or argument is malformed (bad id, bad property value, bad filter key, ...).
+
+    Deliberately not a ``ValueError``: pydantic lets it propagate unwrapped from model validators,
+    so ``Edge(type="FOO")`` raises ``UnknownEdgeType`` itself."""
+
+
+class UnknownEdgeType(InvalidInput):
+    """An edge type outside the fixed whitelist (``eventrag.storage.base.EDGE_TYPES``)."""
+
+
+class UnknownLabel(InvalidInput):
+    """A node label outside the fixed whitelist (``eventrag.storage.base.NODE_LABELS``)."""
+
+
+class MissingNode(InvalidInput):
+    """An edge refers to a node id that is not in the store (write its nodes first)."""
+
+
+class NamespaceMismatch(InvalidInput):
+    """A record names a namespace other than the store's."""
+
+
+class DimensionMismatch(InvalidInput):
+    """A vector's length differs from its collection's dimension."""
+
+
+class CollectionNotFound(StorageError, KeyError):
+    """The named vector collection does not exist (call ``create_collection`` first)."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else "collection not found"
+
+
+class StoreLocked(StorageError):
+    """Another process holds the store's lock (Milvus Lite directory, SQLite write lock)."""
+
+
+class StoreUnavailable(StorageError):
+    """The store cannot be reached (server down, wrong URI, authentication refused)."""
+
+
+class StoreClosed(StorageError):
+    """The store was used after ``close()``."""
