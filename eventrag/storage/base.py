@@ -144,16 +144,31 @@ def _check_doc_ids(values: list[str]) -> list[str]:
     return list(dict.fromkeys(check_id(v, "doc_id") for v in values))
 
 
-class Node(BaseModel):
-    """A graph node. ``namespace`` is filled in on reads; on writes it may be omitted."""
+class _Record(BaseModel):
+    """Shared by nodes and edges: JSON properties and document provenance."""
 
     model_config = ConfigDict(extra="forbid")
+
+    props: dict[str, Any] = Field(default_factory=dict)
+    doc_ids: list[str] = Field(default_factory=list)
+
+    @field_validator("props")
+    @classmethod
+    def _props(cls, v: dict[str, Any]) -> dict[str, Any]:
+        return _check_props(v)
+
+    @field_validator("doc_ids")
+    @classmethod
+    def _docs(cls, v: list[str]) -> list[str]:
+        return _check_doc_ids(v)
+
+
+class Node(_Record):
+    """A graph node. ``namespace`` is filled in on reads; on writes it may be omitted."""
 
     id: str
     label: NodeLabel
     namespace: str | None = None
-    props: dict[str, Any] = Field(default_factory=dict)
-    doc_ids: list[str] = Field(default_factory=list)
 
     @field_validator("label", mode="before")
     @classmethod
@@ -165,31 +180,17 @@ class Node(BaseModel):
     def _id(cls, v: str) -> str:
         return check_id(v, "node id")
 
-    @field_validator("props")
-    @classmethod
-    def _props(cls, v: dict[str, Any]) -> dict[str, Any]:
-        return _check_props(v)
-
-    @field_validator("doc_ids")
-    @classmethod
-    def _docs(cls, v: list[str]) -> list[str]:
-        return _check_doc_ids(v)
-
     @property
     def name(self) -> str | None:
         return self.props.get("name")
 
 
-class Edge(BaseModel):
+class Edge(_Record):
     """A directed, typed edge; identity is ``(src, type, dst)``."""
-
-    model_config = ConfigDict(extra="forbid")
 
     src: str
     dst: str
     type: EdgeType
-    props: dict[str, Any] = Field(default_factory=dict)
-    doc_ids: list[str] = Field(default_factory=list)
     inferred: bool = False
 
     @field_validator("type", mode="before")
@@ -201,16 +202,6 @@ class Edge(BaseModel):
     @classmethod
     def _ends(cls, v: str) -> str:
         return check_id(v, "edge end")
-
-    @field_validator("props")
-    @classmethod
-    def _props(cls, v: dict[str, Any]) -> dict[str, Any]:
-        return _check_props(v)
-
-    @field_validator("doc_ids")
-    @classmethod
-    def _docs(cls, v: list[str]) -> list[str]:
-        return _check_doc_ids(v)
 
     @property
     def key(self) -> tuple[str, str, str]:
