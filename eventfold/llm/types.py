@@ -19,6 +19,9 @@ class ToolCall(BaseModel):
     id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    # Set when the model's call could not be used as is (arguments not JSON even after repair, unknown
+    # tool): the agent should not run it but show this text to the model as the tool's result.
+    error: str | None = None
 
     def to_openai(self) -> dict[str, Any]:
         return {

