@@ -1,0 +1,110 @@
+"""k-hop expansion for the embedded store, as one recursive SQL query.
+
+The recursive CTE ``walk(nid, hop, parent, step, eid)`` is a breadth-first frontier: ``UNION``
+deduplicates identical rows, SQLite's FIFO queue keeps hops in order, and a row cap bounds work on hubs.
+``GROUP BY nid`` with ``min(hop)`` picks each node's shortest hop and (SQLite bare-column rule) the
+parent/edge of that same row; paths are rebuilt from those parent pointers.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from eventrag.storage.base import EDGE_TYPES, Direction, Expansion, ExpandedNode
+
+if TYPE_CHECKING:
+    from eventrag.storage.embedded import SqliteGraphStore
+
+MAX_WALK_ROWS = 2_000_000
+_TIME = (
+    " AND coalesce(n.time_end, n.time_start, ?1) >= ?1",
+    " AND coalesce(n.time_start, n.time_end, ?1) <= ?1",
+)
+
+
+def _step_sql(forward: bool, hops: int, types: tuple[str, ...] | None, window: list[str | None]) -> tuple[str, list]:
+    near, far = ("src", "dst") if forward else ("dst", "src")
+    step = "e.type" if forward else "-1 - e.type"
+    params: list[Any] = [hops]
+    sql = f"SELECT e.{far}, w.hop + 1, w.nid, {step}, e.eid FROM walk w JOIN edges e ON e.{near} = w.nid"
+    where = " WHERE w.hop < ?"
+    if types:
+        where += f" AND e.type IN ({','.join('?' * len(types))})"
+        params += [EDGE_TYPES.index(t) for t in types]
+    if any(v is not None for v in window):
+        sql += f" JOIN nodes n ON n.nid = e.{far}"
+        for clause, value in zip(_TIME, window, strict=True):
+            if value is not None:
+                where += clause.replace("?1", "?")
+                params += [value, value]
+    return sql + where, params
+
+
+def walk(
+    store: SqliteGraphStore,
+    con: sqlite3.Connection,
+    seeds: Sequence[str],
+    hops: int,
+    types: tuple[str, ...] | None,
+    direction: Direction,
+    time_from: str | None,
+    time_to: str | None,
+    limit: int | None,
+    include_seeds: bool,
+) -> Expansion:
+    seed_nids = store._nids(con, seeds)
+    if not seed_nids:
+        return Expansion()
+    parts, params = [], [*seed_nids.values()]
+    for forward in (True, False):
+        if direction == ("in" if forward else "out"):
+            continue
+        sql, p = _step_sql(forward, hops, types, [time_from, time_to])
+        parts.append(sql)
+        params += p
+    cte = (
+        "WITH RECURSIVE walk(nid, hop, parent, step, eid) AS ("
+        f"SELECT nid, 0, NULL, NULL, NULL FROM nodes WHERE nid IN ({','.join('?' * len(seed_nids))})"
+        + "".join(f" UNION {p}" for p in parts)
+        + " LIMIT ?)"
+    )
+    params.append(MAX_WALK_ROWS)
+    having = "" if include_seeds else " HAVING min(w.hop) > 0"
+    tail = " LIMIT ?" if limit else ""
+    if limit:
+        params.append(limit)
+    rows = con.execute(
+        f"""{cte} SELECT w.nid, min(w.hop), w.parent, w.step, w.eid FROM walk w JOIN nodes n ON n.nid = w.nid
+            GROUP BY w.nid{having} ORDER BY 2, n.id{tail}""",
+        params,
+    ).fetchall()
+    nodes = store._load_nodes(con, [r[0] for r in rows])
+    info = {r[0]: r for r in rows}
+    seed_of = {nid: sid for sid, nid in seed_nids.items()}
+    out: list[ExpandedNode] = []
+    for nid, hop, parent, step, _ in rows:
+        path, path_edges, cur = [nodes[nid].id], [], info[nid]
+        while cur[1] > 0:
+            code = cur[3]
+            path_edges.append(f"{EDGE_TYPES[code]}>" if code >= 0 else f"<{EDGE_TYPES[-1 - code]}")
+            parent_id = cur[2]
+            if parent_id in info:
+                cur = info[parent_id]
+                path.append(nodes[parent_id].id)
+            else:  # a seed left out of the result (neighbors())
+                path.append(seed_of[parent_id])
+                break
+        path.reverse()
+        path_edges.reverse()
+        out.append(
+            ExpandedNode.model_construct(node=nodes[nid], hop=hop, seed=path[0], path=path, path_edges=path_edges)
+        )
+    eids = [r[4] for r in rows if r[4] is not None]
+    edges = []
+    for i in range(0, len(eids), 500):
+        part = eids[i : i + 500]
+        edges += store._load_edges(con, f"e.eid IN ({','.join('?' * len(part))})", part)
+    edges.sort(key=lambda e: e.key)
+    return Expansion.model_construct(nodes=out, edges=edges)
