@@ -1,0 +1,73 @@
+"""Knowledge expansion: rule-based links between events that share a participant and are close in time.
+
+Every edge made here is `inferred=True` (stored with the flag): retrieval may follow it to reach
+evidence, but an inferred edge alone never makes a chunk count as evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from eventrag.dates import days_between
+from eventrag.schema import EventTime
+from eventrag.storage.base import Edge, GraphStore, Node
+
+
+@dataclass(frozen=True)
+class ExpansionConfig:
+    max_days: float = 365.0  # "close in time": at most this many days apart
+    max_events_per_entity: int = 40  # hub entities ("United States") link nothing
+    max_links_per_event: int = 8
+
+
+def _time(node: Node) -> EventTime:
+    p = node.props
+    return EventTime(start=p.get("time_start"), end=p.get("time_end") or p.get("time_start"))
+
+
+def expand_shared_participants(graph: GraphStore, new_event_ids: Sequence[str],
+                               config: ExpansionConfig | None = None) -> list[Edge]:
+    """RELATED_TO (inferred) edges from each new event to events sharing a participant within max_days."""
+    cfg = config or ExpansionConfig()
+    if not new_event_ids:
+        return []
+    new_set = set(new_event_ids)
+    # event -> its participant entities
+    part_edges = graph.get_edges(list(new_event_ids), edge_types=["PARTICIPATES_IN"])
+    entities_of: dict[str, set[str]] = {}
+    for e in part_edges:
+        if e.dst in new_set:
+            entities_of.setdefault(e.dst, set()).add(e.src)
+    all_entities = sorted({x for s in entities_of.values() for x in s})
+    if not all_entities:
+        return []
+    # entity -> all events it participates in (old and new)
+    events_of: dict[str, set[str]] = {}
+    for e in graph.get_edges(all_entities, edge_types=["PARTICIPATES_IN"]):
+        if e.src in entities_of.get(e.dst, ()) or e.src in all_entities:
+            events_of.setdefault(e.src, set()).add(e.dst)
+    events_of = {k: v for k, v in events_of.items() if len(v) <= cfg.max_events_per_entity}
+    wanted = sorted({ev for v in events_of.values() for ev in v} | new_set)
+    nodes = {n.id: n for n in graph.get_nodes(wanted)}
+    edges: dict[tuple[str, str], Edge] = {}
+    for ev in new_event_ids:
+        src = nodes.get(ev)
+        if src is None or _time(src).start is None:
+            continue
+        links: list[tuple[float, str, str]] = []
+        for ent in entities_of.get(ev, ()):
+            for other in events_of.get(ent, ()):
+                dst = nodes.get(other)
+                if other == ev or dst is None or set(dst.props.get("chunk_ids", [])) & set(src.props.get("chunk_ids", [])):
+                    continue  # same chunk: the extractor already relates them
+                gap = days_between(_time(src), _time(dst))
+                if gap is not None and gap <= cfg.max_days:
+                    links.append((gap, other, ent))
+        for gap, other, ent in sorted(links)[: cfg.max_links_per_event]:
+            a, b = sorted((ev, other))
+            if (a, b) not in edges:
+                docs = list(dict.fromkeys(nodes[a].doc_ids + nodes[b].doc_ids))
+                edges[(a, b)] = Edge(src=a, dst=b, type="RELATED_TO", inferred=True, doc_ids=docs,
+                                     props={"rule": "shared_participant_close_in_time", "via": ent, "days": gap})
+    return list(edges.values())

@@ -1,0 +1,170 @@
+"""Entity fusion: one node per real-world entity across chunks and documents.
+
+Two names are fused when they normalise to the same key, or when their name embeddings are within a
+cosine threshold AND the names are compatible (token subset, acronym, or near-identical spelling) AND
+their types do not conflict. Aliases and provenance are kept; every non-trivial fusion is recorded as
+an `EntityMerge`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from eventrag.extract import norm_name
+from eventrag.schema import ChunkExtraction, Entity, EntityMerge
+
+
+class TextEmbedder(Protocol):
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> Any: ...
+
+
+class EntityIndex(Protocol):
+    """What fusion needs from the stores: existing entities by id, and nearest names by vector."""
+
+    def existing(self, ids: Sequence[str]) -> dict[str, Entity]: ...
+
+    def nearest(self, vectors: np.ndarray, top_k: int) -> list[list[tuple[str, float]]]: ...
+
+
+def name_compatible(a: str, b: str) -> bool:
+    na, nb = norm_name(a), norm_name(b)
+    if not na or not nb:
+        return False
+    if na == nb:
+        return True
+    ta, tb = set(na.split()), set(nb.split())
+    if ta <= tb or tb <= ta:
+        shorter = min(ta, tb, key=len)
+        # a lone short token ("ii", "the") is not enough evidence
+        return any(len(t) > 3 for t in shorter)
+    for short, long_ in ((na, nb), (nb, na)):
+        if " " not in short and len(short) >= 2 and short == "".join(w[0] for w in long_.split() if w):
+            return True  # acronym: "un" / "united nations"
+    return difflib.SequenceMatcher(None, na, nb).ratio() >= 0.9
+
+
+def types_compatible(a: str, b: str) -> bool:
+    return a == b or "OTHER" in (a, b)
+
+
+@dataclass
+class FusionResult:
+    entities: dict[str, Entity] = field(default_factory=dict)  # final id -> merged entity (to upsert)
+    id_map: dict[str, str] = field(default_factory=dict)  # provisional id -> final id
+    merges: list[EntityMerge] = field(default_factory=list)
+    new_ids: set[str] = field(default_factory=set)  # entities that did not exist before (need vectors)
+
+
+def _absorb(into: Entity, other: Entity) -> None:
+    if norm_name(other.name) != norm_name(into.name) and other.name not in into.aliases:
+        into.aliases.append(other.name)
+    for alias in other.aliases:
+        if alias not in into.aliases and norm_name(alias) != norm_name(into.name):
+            into.aliases.append(alias)
+    into.chunk_ids = list(dict.fromkeys(into.chunk_ids + other.chunk_ids))
+    into.doc_ids = list(dict.fromkeys(into.doc_ids + other.doc_ids))
+    if not into.description and other.description:
+        into.description = other.description
+    if into.type == "OTHER" and other.type != "OTHER":
+        into.type = other.type
+
+
+class EntityFuser:
+    def __init__(self, embedder: TextEmbedder, index: EntityIndex, threshold: float = 0.9, top_k: int = 3) -> None:
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError("fusion threshold must be in (0, 1]")
+        self.embedder = embedder
+        self.index = index
+        self.threshold = threshold
+        self.top_k = top_k
+        self.vectors: dict[str, np.ndarray] = {}  # final id -> name vector, for entities new in this batch
+
+    def fuse(self, extractions: Sequence[ChunkExtraction]) -> FusionResult:
+        res = FusionResult()
+        # 1. exact key: same normalised name within the batch
+        batch: dict[str, Entity] = {}
+        for ext in extractions:
+            for ent in ext.entities:
+                if ent.entity_id in batch:
+                    _absorb(batch[ent.entity_id], ent)
+                else:
+                    batch[ent.entity_id] = ent.model_copy(deep=True)
+        if not batch:
+            return res
+        existing = self.index.existing(list(batch))
+        pending: list[Entity] = []
+        for eid, ent in batch.items():
+            if eid in existing:
+                kept = existing[eid]
+                _absorb(kept, ent)
+                res.entities[eid] = kept
+                res.id_map[eid] = eid
+            else:
+                pending.append(ent)
+        if not pending:
+            return res
+        vecs = np.asarray(self.embedder.embed([e.name for e in pending]), dtype=np.float32)
+        # 2. nearest existing entity in the store
+        hits = self.index.nearest(vecs, self.top_k)
+        cand_ids = list({h for row in hits for h, s in row if s >= self.threshold})
+        cands = self.index.existing(cand_ids) if cand_ids else {}
+        unresolved: list[int] = []
+        for i, ent in enumerate(pending):
+            target = None
+            for hid, score in hits[i]:
+                c = res.entities.get(hid) or cands.get(hid)
+                if c is not None and score >= self.threshold and name_compatible(ent.name, c.name) \
+                        and types_compatible(ent.type, c.type):
+                    target = (c, score)
+                    break
+            if target is None:
+                unresolved.append(i)
+                continue
+            kept, score = target
+            _absorb(kept, ent)
+            res.entities[kept.entity_id] = kept
+            res.id_map[ent.entity_id] = kept.entity_id
+            res.merges.append(EntityMerge(kept_id=kept.entity_id, kept_name=kept.name, merged_name=ent.name,
+                                          similarity=round(float(score), 4), chunk_ids=ent.chunk_ids))
+        # 3. among the new names of this batch (union into the most-mentioned name)
+        if unresolved:
+            sub = vecs[unresolved]
+            sims = sub @ sub.T
+            parent = list(range(len(unresolved)))
+
+            def find(x: int) -> int:
+                while parent[x] != x:
+                    parent[x] = parent[parent[x]]
+                    x = parent[x]
+                return x
+
+            rows, cols = np.nonzero(np.triu(sims >= self.threshold, k=1))
+            for a, b in zip(rows.tolist(), cols.tolist(), strict=True):
+                ea, eb = pending[unresolved[a]], pending[unresolved[b]]
+                if name_compatible(ea.name, eb.name) and types_compatible(ea.type, eb.type):
+                    parent[find(b)] = find(a)
+            groups: dict[int, list[int]] = {}
+            for k in range(len(unresolved)):
+                groups.setdefault(find(k), []).append(k)
+            for members in groups.values():
+                head_k = max(members, key=lambda k: (len(pending[unresolved[k]].chunk_ids), -len(pending[unresolved[k]].name)))
+                head = pending[unresolved[head_k]]
+                for k in members:
+                    ent = pending[unresolved[k]]
+                    res.id_map[ent.entity_id] = head.entity_id
+                    if ent is not head:
+                        _absorb(head, ent)
+                        res.merges.append(EntityMerge(kept_id=head.entity_id, kept_name=head.name,
+                                                      merged_name=ent.name, similarity=round(float(sims[head_k, k]), 4),
+                                                      chunk_ids=ent.chunk_ids))
+                res.entities[head.entity_id] = head
+                res.new_ids.add(head.entity_id)
+                self.vectors[head.entity_id] = vecs[unresolved[head_k]]
+        return res

@@ -1,0 +1,273 @@
+"""Indexer: documents -> chunks, events, entities and edges in the graph store, vectors in the vector store.
+
+- incremental: a document whose content hash (text, title, date, extractor, chunking) is unchanged and
+  whose last indexing completed is skipped;
+- resumable: a document is marked `pending` before anything of it is written and `done` after; a
+  pending or changed document is first deleted (graph + vectors) and then rebuilt, so a crash leaves
+  no duplicates and a rerun finishes the job (LLM calls come back from the content-hash cache);
+- `delete(doc_id)` removes a document's chunks, events, edges and vectors (shared entities lose only
+  this document's provenance).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from eventrag.chunking import ChunkingConfig, chunk_document
+from eventrag.documents import DEFAULT_MAX_BYTES, DocumentError, iter_files, load_file
+from eventrag.expand import ExpansionConfig, expand_shared_participants
+from eventrag.extract import Extractor, entity_key
+from eventrag.fusion import EntityFuser, TextEmbedder
+from eventrag.graph_io import StoreEntityIndex, chunk_node, event_node, event_text
+from eventrag.schema import Chunk, ChunkExtraction, Document, Entity
+from eventrag.storage.base import Edge, GraphStore, Node, VectorStore
+
+Progress = Callable[[int, int, str], None]  # (documents done, documents total, current source)
+
+
+class SkippedFile(BaseModel):
+    source: str
+    reason: str
+
+
+class IndexSummary(BaseModel):
+    extractor: str = ""
+    docs_seen: int = 0
+    docs_indexed: int = 0
+    docs_unchanged: int = 0
+    docs_resumed: int = 0  # found pending (an earlier run crashed) and rebuilt
+    skipped: list[SkippedFile] = Field(default_factory=list)
+    chunks: int = 0
+    chunks_failed: int = 0
+    events: int = 0
+    entities: int = 0
+    entity_merges: int = 0
+    edges: int = 0
+    inferred_edges: int = 0
+    llm_calls: int = 0
+    llm_cached: int = 0
+    elapsed_s: float = 0.0
+    failures: list[str] = Field(default_factory=list)  # "chunk_id: error" for failed chunks (first 20)
+
+    @property
+    def llm_calls_per_chunk(self) -> float:
+        return self.llm_calls / self.chunks if self.chunks else 0.0
+
+    @property
+    def cache_hit_rate(self) -> float:
+        return self.llm_cached / self.llm_calls if self.llm_calls else 0.0
+
+    def add(self, other: IndexSummary) -> None:
+        for f in ("docs_seen", "docs_indexed", "docs_unchanged", "docs_resumed", "chunks", "chunks_failed",
+                  "events", "entities", "entity_merges", "edges", "inferred_edges", "llm_calls", "llm_cached"):
+            setattr(self, f, getattr(self, f) + getattr(other, f))
+        self.skipped += other.skipped
+        self.failures = (self.failures + other.failures)[:20]
+
+
+def content_hash(doc: Document, extractor: str, chunking: ChunkingConfig) -> str:
+    key = f"{extractor}\x00{chunking.max_tokens}/{chunking.overlap_tokens}\x00{doc.title}\x00{doc.date}\x00{doc.text}"
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class Indexer:
+    def __init__(self, graph: GraphStore, vectors: VectorStore, embedder: TextEmbedder, extractor: Extractor, *,
+                 collections: dict[str, str], chunking: ChunkingConfig | None = None, fusion_threshold: float = 0.9,
+                 expansion: ExpansionConfig | None = None, batch_docs: int = 32,
+                 max_file_bytes: int = DEFAULT_MAX_BYTES, on_change: Callable[[], None] | None = None) -> None:
+        self.graph, self.vectors, self.embedder, self.extractor = graph, vectors, embedder, extractor
+        self.collections = collections  # kind ("chunks", "events", "entities") -> collection name
+        self.chunking = chunking or ChunkingConfig()
+        self.expansion = expansion or ExpansionConfig()
+        self.batch_docs = max(1, batch_docs)
+        self.max_file_bytes = max_file_bytes
+        self.on_change = on_change
+        self.entity_index = StoreEntityIndex(graph, vectors, collections["entities"])
+        self.fuser = EntityFuser(embedder, self.entity_index, threshold=fusion_threshold)
+        for name in collections.values():
+            vectors.create_collection(name, embedder.dim, "COSINE")
+
+    # --- public API ---------------------------------------------------------------------------
+    def index_paths(self, paths: Iterable[str | Path], progress: Progress | None = None) -> IndexSummary:
+        summary = IndexSummary(extractor=self.extractor.name)
+        docs: list[Document] = []
+        for root in paths:
+            root = Path(root).expanduser()
+            if not root.exists():
+                raise FileNotFoundError(f"{root} does not exist")
+            for path, rel in iter_files(root):
+                try:
+                    docs.extend(load_file(path, rel, max_bytes=self.max_file_bytes))
+                except DocumentError as exc:
+                    summary.skipped.append(SkippedFile(source=str(path), reason=str(exc)))
+        summary.add(self.index_documents(docs, progress=progress))
+        summary.extractor = self.extractor.name
+        summary.elapsed_s = round(summary.elapsed_s, 3)
+        return summary
+
+    def index_documents(self, docs: Sequence[Document], progress: Progress | None = None) -> IndexSummary:
+        t0 = time.perf_counter()
+        summary = IndexSummary(extractor=self.extractor.name, docs_seen=len(docs))
+        seen: set[str] = set()
+        unique = [d for d in docs if not (d.doc_id in seen or seen.add(d.doc_id))]  # type: ignore[func-returns-value]
+        for start in range(0, len(unique), self.batch_docs):
+            batch = unique[start:start + self.batch_docs]
+            summary.add(self._index_batch(batch))
+            if progress is not None:
+                progress(min(start + len(batch), len(unique)), len(unique), batch[-1].source or batch[-1].doc_id)
+        summary.docs_seen = len(docs)
+        summary.elapsed_s = time.perf_counter() - t0
+        if self.on_change is not None:
+            self.on_change()
+        return summary
+
+    def delete(self, doc_id: str) -> bool:
+        """Remove a document and everything only it produced; False if it was not indexed."""
+        if not self.graph.get_nodes([doc_id]):
+            return False
+        self._purge(doc_id)
+        for name in self.collections.values():
+            self.vectors.flush(name)
+        if self.on_change is not None:
+            self.on_change()
+        return True
+
+    # --- internals ----------------------------------------------------------------------------
+    def _purge(self, doc_id: str) -> None:
+        ents = [n.id for n in self.graph.find_nodes("Entity", doc_id=doc_id, limit=1_000_000)]
+        self.graph.delete_document(doc_id)
+        for kind in ("chunks", "events"):
+            self.vectors.delete(self.collections[kind], filter={"doc_id": doc_id})
+        if ents:
+            alive = {n.id for n in self.graph.get_nodes(ents)}
+            gone = [e for e in ents if e not in alive]
+            if gone:
+                self.vectors.delete(self.collections["entities"], ids=gone)
+
+    def _index_batch(self, batch: list[Document]) -> IndexSummary:
+        s = IndexSummary(extractor=self.extractor.name)
+        hashes = {d.doc_id: content_hash(d, self.extractor.name, self.chunking) for d in batch}
+        existing = {n.id: n for n in self.graph.get_nodes([d.doc_id for d in batch])}
+        todo: list[Document] = []
+        for d in batch:
+            node = existing.get(d.doc_id)
+            if node is not None and node.label == "Document" and node.props.get("status") == "done" \
+                    and node.props.get("hash") == hashes[d.doc_id]:
+                s.docs_unchanged += 1
+                continue
+            if node is not None:
+                s.docs_resumed += int(node.props.get("status") != "done")
+                self._purge(d.doc_id)
+            todo.append(d)
+        if not todo:
+            return s
+        self.graph.upsert_nodes([Node(id=d.doc_id, label="Document", doc_ids=[d.doc_id], props={
+            "name": d.title or d.doc_id, "source": d.source, "date": d.date, "hash": hashes[d.doc_id],
+            "status": "pending", "time_start": d.date, "time_end": d.date}) for d in todo])
+        chunks: list[Chunk] = [c for d in todo for c in chunk_document(d, self.chunking)]
+        dates = {d.doc_id: d.date for d in todo}
+        if chunks:
+            self.graph.upsert_nodes([chunk_node(c) for c in chunks])
+            self.graph.upsert_edges([Edge(src=c.chunk_id, dst=c.doc_id, type="PART_OF", doc_ids=[c.doc_id])
+                                     for c in chunks])
+            vecs = self.embedder.embed([f"{c.title}\n{c.text}" if c.title else c.text for c in chunks])
+            self.vectors.upsert(self.collections["chunks"], [c.chunk_id for c in chunks], vecs,
+                                [{"doc_id": c.doc_id} for c in chunks])
+            extractions = list(self.extractor.extract_many((c, dates[c.doc_id]) for c in chunks))
+            self._write_graph(chunks, extractions, s)
+        self.graph.upsert_nodes([Node(id=d.doc_id, label="Document", doc_ids=[d.doc_id], props={"status": "done"})
+                                 for d in todo])
+        for name in self.collections.values():
+            self.vectors.flush(name)
+        s.docs_indexed = len(todo)
+        s.chunks = len(chunks)
+        return s
+
+    def _write_graph(self, chunks: list[Chunk], extractions: list[ChunkExtraction], s: IndexSummary) -> None:
+        by_chunk = {c.chunk_id: c for c in chunks}
+        for ext in extractions:
+            s.llm_calls += ext.llm_calls
+            s.llm_cached += ext.cached_calls
+            if ext.failed:
+                s.chunks_failed += 1
+                s.failures = (s.failures + [f"{ext.chunk_id}: {ext.error}"])[:20]
+        fused = self.fuser.fuse(extractions)
+        s.entity_merges += len(fused.merges)
+        emap = fused.id_map
+        entities = fused.entities
+        need_vec = set(fused.new_ids)
+        events = [ev for ext in extractions for ev in ext.events]
+        # locations become entities too (LOCATED_IN needs an end node)
+        for ev in events:
+            if ev.location and entity_key(ev.location) not in emap:
+                loc = Entity(entity_id=entity_key(ev.location), name=ev.location, type="LOCATION",
+                             chunk_ids=ev.chunk_ids, doc_ids=ev.doc_ids)
+                entities.setdefault(loc.entity_id, loc)
+                emap[loc.entity_id] = loc.entity_id
+                need_vec.add(loc.entity_id)
+        nodes = [Node(id=e.entity_id, label="Entity", doc_ids=e.doc_ids, props={
+            "name": e.name, "type": e.type, "description": e.description, "aliases": e.aliases})
+            for e in entities.values()]
+        nodes += [event_node(ev) for ev in events]
+        self.graph.upsert_nodes(nodes)
+        edges: dict[tuple[str, str, str], Edge] = {}
+
+        def add(src: str, typ: str, dst: str, doc_ids: list[str], **props: object) -> None:
+            key = (src, typ, dst)
+            if src == dst:
+                return
+            if key in edges:
+                edges[key].doc_ids = list(dict.fromkeys(edges[key].doc_ids + doc_ids))
+            else:
+                edges[key] = Edge(src=src, type=typ, dst=dst, doc_ids=doc_ids, props=dict(props))  # type: ignore[arg-type]
+
+        for ext in extractions:
+            chunk = by_chunk[ext.chunk_id]
+            title_key = entity_key(chunk.title) if chunk.title else None
+            for ent in ext.entities:
+                eid = emap.get(ent.entity_id, ent.entity_id)
+                add(eid, "MENTIONED_IN", chunk.chunk_id, [chunk.doc_id], topic=ent.entity_id == title_key)
+            for ev in ext.events:
+                add(ev.event_id, "MENTIONED_IN", chunk.chunk_id, [chunk.doc_id])
+                for p in ev.participants:
+                    eid = emap.get(entity_key(p.entity))
+                    if eid:
+                        add(eid, "PARTICIPATES_IN", ev.event_id, [chunk.doc_id], role=p.role)
+                if ev.location:
+                    add(ev.event_id, "LOCATED_IN", emap[entity_key(ev.location)], [chunk.doc_id])
+            for rel in ext.relations:
+                src, dst = emap.get(rel.source, rel.source), emap.get(rel.target, rel.target)
+                typ = rel.type
+                if typ == "AFTER":
+                    src, dst, typ = dst, src, "BEFORE"
+                add(src, typ, dst, [chunk.doc_id], weight=rel.weight)
+        known = {n.id for n in nodes} | set(by_chunk)
+        valid = [e for e in edges.values() if e.src in known and e.dst in known]
+        self.graph.upsert_edges(valid)
+        s.edges += len(valid)
+        # vectors: new entities and all events of the batch
+        new_ents = [entities[i] for i in entities if i in need_vec]
+        if new_ents:
+            missing = [e.name for e in new_ents if e.entity_id not in self.fuser.vectors]
+            fresh = iter(self.embedder.embed(missing)) if missing else iter(())
+            vecs = [self.fuser.vectors[e.entity_id] if e.entity_id in self.fuser.vectors else next(fresh)
+                    for e in new_ents]
+            self.vectors.upsert(self.collections["entities"], [e.entity_id for e in new_ents], vecs,
+                                [{"doc_id": e.doc_ids[0] if e.doc_ids else ""} for e in new_ents])
+        self.fuser.vectors.clear()
+        if events:
+            vecs = self.embedder.embed([event_text(ev) for ev in events])
+            self.vectors.upsert(self.collections["events"], [ev.event_id for ev in events], vecs,
+                                [{"doc_id": ev.doc_ids[0]} for ev in events])
+        inferred = expand_shared_participants(self.graph, [ev.event_id for ev in events], self.expansion)
+        if inferred:
+            self.graph.upsert_edges(inferred)
+        s.inferred_edges += len(inferred)
+        s.edges += len(inferred)
+        s.events += len(events)
+        s.entities += len(fused.new_ids)
