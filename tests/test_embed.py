@@ -1,0 +1,45 @@
+"""Embeddings with the packaged all-MiniLM-L6-v2 (the real model). The OpenAI-compatible embedder is
+tested in tests/llm/test_openai_embedder.py against the local HTTP server fixture."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eventfold.settings import Settings
+from eventrag.embed import Embedder, EmbeddingError, SentenceTransformerEmbedder, make_embedder
+
+
+@pytest.fixture(scope="module")
+def minilm() -> SentenceTransformerEmbedder:
+    embedder = make_embedder(Settings())
+    assert isinstance(embedder, SentenceTransformerEmbedder)
+    return embedder
+
+
+def test_shape_dtype_and_normalisation(minilm):
+    vectors = minilm.embed(["Acme was founded in 1999.", "The board met in March.", "x"])
+    assert isinstance(minilm, Embedder)
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32 and minilm.dim == 384
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert minilm.embed([]).shape == (0, 384)
+
+
+def test_similar_sentences_are_closer_than_unrelated(minilm):
+    a, b, c = minilm.embed([
+        "Acme Corp acquired the startup Widgetly in 2015.",
+        "In 2015 Widgetly was bought by Acme Corporation.",
+        "Bake the bread at 220 degrees for forty minutes.",
+    ])
+    assert a @ b > 0.7 and a @ c < 0.3 and a @ b > a @ c + 0.4
+
+
+def test_batching_gives_the_same_vectors(minilm):
+    texts = [f"Event number {i} happened on day {i}." for i in range(7)]
+    small = SentenceTransformerEmbedder(minilm.model_path, batch_size=2)
+    np.testing.assert_allclose(small.embed(texts), minilm.embed(texts), atol=1e-5)
+
+
+def test_wrong_dimension_is_reported(minilm):
+    with pytest.raises(EmbeddingError, match="EVENTFOLD_EMBED__DIM=384"):
+        SentenceTransformerEmbedder(minilm.model_path, dim=768).embed(["x"])
