@@ -8,3 +8,23 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+# --- Neo4j for tests (storage area) --------------------------------------------------------------
+# Start one with `export EVENTFOLD_TEST_NEO4J_URI=$(scripts/neo4j/neo4j.sh start)`. In CI (env `CI` set)
+# a missing URI fails the tests that need it; on a developer machine they are skipped.
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def neo4j_uri() -> str:
+    uri = os.environ.get("EVENTFOLD_TEST_NEO4J_URI")
+    if not uri:
+        msg = (
+            "EVENTFOLD_TEST_NEO4J_URI is not set; start a server with "
+            "`export EVENTFOLD_TEST_NEO4J_URI=$(scripts/neo4j/neo4j.sh start)`"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return uri
