@@ -1,0 +1,141 @@
+"""The systems the harness compares, behind one small protocol.
+
+- `RetrieveAndRead`: an EventRAG retrieval mode (naive, graph, event, agentic) returns ranked chunks;
+  a reader (the chat model) answers from the first `read_k` of them.
+- `AgentSystem`: the research agent answers; its evidence is the chunks it cited, then the other
+  chunks it retrieved, in order.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from eval.agent_call import AgentCaller, field
+from eval.multihop import prompts
+from eval.multihop.schema import QAExample
+from eventfold.llm.types import ChatModel, Message
+from eventrag.schema import RetrievalMode, RetrievedChunk, SearchBackend
+
+
+class Prediction(BaseModel):
+    answer: str | None = None  # None: this system did not answer (retrieval-only run)
+    retrieved: list[RetrievedChunk] = Field(default_factory=list)
+    stats: dict[str, Any] = Field(default_factory=dict)
+
+
+class QASystem(Protocol):
+    name: str  # the run's name in tables and plots, e.g. "naive", "agent-nofold"
+
+    def predict(self, example: QAExample) -> Prediction: ...
+
+
+def read_answer(
+    chat_model: ChatModel, question: str, chunks: list[RetrievedChunk], max_tokens: int
+) -> tuple[str, dict[str, Any]]:
+    """Ask the reader for a short answer from `chunks`; returns the answer and token usage."""
+    lines = [
+        prompts.PASSAGE_LINE.format(n=i, title=c.title or c.doc_id, text=" ".join(c.text.split()))
+        for i, c in enumerate(chunks, 1)
+    ]
+    messages = [
+        Message(role="system", content=prompts.READER_SYSTEM),
+        Message(
+            role="user",
+            content=prompts.READER_USER.format(passages="\n".join(lines) or "(none)", question=question),
+        ),
+    ]
+    resp = chat_model.chat(messages, temperature=0.0, max_tokens=max_tokens)
+    answer = resp.text.strip().splitlines()[0].strip() if resp.text.strip() else ""
+    return answer, {
+        "prompt_tokens": resp.usage.prompt_tokens,
+        "completion_tokens": resp.usage.completion_tokens,
+    }
+
+
+class RetrieveAndRead:
+    def __init__(
+        self,
+        backend: SearchBackend,
+        mode: RetrievalMode,
+        chat_model: ChatModel | None,
+        *,
+        top_k: int = 10,
+        read_k: int = 5,
+        answer_max_tokens: int = 64,
+    ) -> None:
+        self.backend = backend
+        self.mode: RetrievalMode = mode
+        self.chat_model = chat_model
+        self.top_k = top_k
+        self.read_k = read_k
+        self.answer_max_tokens = answer_max_tokens
+        self.name = mode
+
+    def predict(self, example: QAExample) -> Prediction:
+        t0 = time.perf_counter()
+        result = self.backend.retrieve(example.question, mode=self.mode, top_k=self.top_k)
+        stats: dict[str, Any] = {
+            "retrieval_s": round(time.perf_counter() - t0, 3),
+            "rounds": result.rounds,
+            "retrieval_llm_calls": result.llm_calls,
+        }
+        answer = None
+        if self.chat_model is not None:
+            answer, usage = read_answer(
+                self.chat_model, example.question, result.chunks[: self.read_k], self.answer_max_tokens
+            )
+            stats.update(usage)
+        return Prediction(answer=answer, retrieved=result.chunks, stats=stats)
+
+
+class AgentSystem:
+    """The research agent answers; its evidence is what it cited, then what else it retrieved."""
+
+    def __init__(self, caller: AgentCaller) -> None:
+        self.caller = caller
+        self.name = caller.name
+
+    def predict(self, example: QAExample) -> Prediction:
+        out = self.caller(example.question)
+        return Prediction(
+            answer=out.answer, retrieved=evidence_chunks(out.raw, self.caller.backend), stats=out.stats
+        )
+
+
+def _chunk_id(item: Any) -> str | None:
+    if isinstance(item, str):
+        return item
+    value = field(item, "chunk_id")
+    return str(value) if value else None
+
+
+def evidence_chunks(result: Any, backend: SearchBackend) -> list[RetrievedChunk]:
+    """Cited chunks first, then every other chunk the agent retrieved, deduplicated, as RetrievedChunks."""
+    ordered: list[Any] = list(field(result, "citations") or [])
+    for key in ("retrieved", "evidence"):
+        ordered.extend(field(result, key) or [])
+    out: list[RetrievedChunk] = []
+    seen: set[str] = set()
+    for item in ordered:
+        cid = _chunk_id(item)
+        if not cid or cid in seen:
+            continue
+        seen.add(cid)
+        if isinstance(item, RetrievedChunk):
+            out.append(item)
+            continue
+        chunk = backend.get_chunk(cid)
+        if chunk is not None:
+            out.append(
+                RetrievedChunk(
+                    chunk_id=chunk.chunk_id,
+                    doc_id=chunk.doc_id,
+                    title=chunk.title,
+                    text=chunk.text,
+                    score=0.0,
+                )
+            )
+    return out

@@ -1,0 +1,26 @@
+"""Paths for the evaluation tests: small fixtures in the official formats, and the shared real data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """The team's read-only benchmark data (EVENTFOLD_SHARED_DATA, default /work/shared/data).
+
+    Skipped where the folder is absent (it is never copied into the repository)."""
+    root = Path(os.environ.get("EVENTFOLD_SHARED_DATA", "/work/shared/data"))
+    if not root.is_dir():
+        pytest.skip(f"shared data folder {root} is not on this machine")
+    return root
