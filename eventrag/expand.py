@@ -28,7 +28,7 @@ def _time(node: Node) -> EventTime:
 
 def expand_shared_participants(graph: GraphStore, new_event_ids: Sequence[str],
                                config: ExpansionConfig | None = None) -> list[Edge]:
-    """RELATED_TO (inferred) edges from each new event to events sharing a participant within max_days."""
+    """Inferred BEFORE (disjoint times) or RELATED_TO (overlapping) edges from each new event to events sharing a participant within max_days."""
     cfg = config or ExpansionConfig()
     if not new_event_ids:
         return []
@@ -68,6 +68,14 @@ def expand_shared_participants(graph: GraphStore, new_event_ids: Sequence[str],
             a, b = sorted((ev, other))
             if (a, b) not in edges:
                 docs = list(dict.fromkeys(nodes[a].doc_ids + nodes[b].doc_ids))
-                edges[(a, b)] = Edge(src=a, dst=b, type="RELATED_TO", inferred=True, doc_ids=docs,
-                                     props={"rule": "shared_participant_close_in_time", "via": ent, "days": gap})
+                ta, tb = _time(nodes[a]), _time(nodes[b])
+                # disjoint times give a temporal order; overlapping ones only a generic link
+                if gap > 0:
+                    first, second = (a, b) if (ta.end or ta.start or "") < (tb.start or "") else (b, a)
+                    edge = Edge(src=first, dst=second, type="BEFORE", inferred=True, doc_ids=docs,
+                                props={"rule": "shared_participant_close_in_time", "via": ent, "days": gap})
+                else:
+                    edge = Edge(src=a, dst=b, type="RELATED_TO", inferred=True, doc_ids=docs,
+                                props={"rule": "shared_participant_close_in_time", "via": ent, "days": gap})
+                edges[(a, b)] = edge
     return list(edges.values())

@@ -105,9 +105,9 @@ class Indexer:
                     docs.extend(load_file(path, rel, max_bytes=self.max_file_bytes))
                 except DocumentError as exc:
                     summary.skipped.append(SkippedFile(source=str(path), reason=str(exc)))
+        t0 = time.perf_counter()
         summary.add(self.index_documents(docs, progress=progress))
-        summary.extractor = self.extractor.name
-        summary.elapsed_s = round(summary.elapsed_s, 3)
+        summary.elapsed_s = round(time.perf_counter() - t0, 3)
         return summary
 
     def index_documents(self, docs: Sequence[Document], progress: Progress | None = None) -> IndexSummary:

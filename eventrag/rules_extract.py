@@ -19,7 +19,7 @@ from eventrag.schema import Chunk, ChunkExtraction, Entity, Event, EventTime, Pa
 
 _CONNECT = r"(?:of|de|du|des|la|le|von|van|der|den|da|di|del|y|and|the|for|&|-|')"
 _NAME_RE = re.compile(
-    rf"\b([A-Z\u00C0-\u00DE][\w\u00C0-\u024F'.-]*(?:\s+(?:{_CONNECT}\s+)?[A-Z\u00C0-\u00DE0-9][\w\u00C0-\u024F'.-]*)*)"
+    rf"\b([A-Z\u00C0-\u00DE][\w\u00C0-\u024F'.-]*(?:[ \t]+(?:{_CONNECT}[ \t]+)?[A-Z\u00C0-\u00DE0-9][\w\u00C0-\u024F'.-]*)*)"
 )
 _STOP = {
     "the", "a", "an", "in", "on", "at", "he", "she", "it", "they", "his", "her", "its", "their", "this", "that",
@@ -29,20 +29,22 @@ _STOP = {
     "one", "two", "three", "we", "i", "you", "our", "my", "who", "what", "which", "where", "why", "how", "is",
     "was", "were", "are", "be", "not", "no", "yes", "january", "february", "march", "april", "may", "june",
     "july", "august", "september", "october", "november", "december", "monday", "tuesday", "wednesday",
-    "thursday", "friday", "saturday", "sunday", "ignore", "all", "any", "new",
+    "thursday", "friday", "saturday", "sunday", "ignore", "all", "any", "new", "because", "therefore", "thus",
+    "meanwhile", "despite", "under", "over", "into", "onto", "upon", "within", "without", "among", "against",
 }
 _CAUSAL = re.compile(r"\b(because|due to|as a result|resulted in|results in|led to|leads to|caused|causes|"
                      r"therefore|consequently|so that|thanks to|owing to|triggered|prompted)\b", re.I)
 _VERBISH = re.compile(r"\b([a-z]+(?:ed|es|s)|won|began|became|made|took|gave|met|left|built|founded|wrote|"
                       r"married|joined|led|fought|signed|released|directed|born|died|moved)\b")
+_META_LINE = re.compile(r"^\s*(date|published|author|by|source)\s*:", re.I)
 _LOC_PREP = re.compile(r"\b(?:in|at|near)\s+$")
 
 
 def _clean(name: str) -> str:
     words = re.sub(r"'s$", "", name.strip(" .,'-")).split()
-    while words and words[0].lower() in _STOP:
+    while words and (words[0].lower() in _STOP or words[0].isdigit()):
         words = words[1:]
-    while words and words[-1].lower() in {"of", "de", "and", "the", "for", "&", "-", "'"}:
+    while words and (words[-1].lower() in {"of", "de", "and", "the", "for", "&", "-", "'"} or words[-1].isdigit()):
         words = words[:-1]
     return " ".join(words)
 
@@ -84,13 +86,20 @@ class RuleExtractor:
         prev_event: Event | None = None
         for s, e in split_sentences(chunk.text):
             sent = chunk.text[s:e]
-            names = find_entities(sent)
+            dates = find_dates(sent)
+            masked = sent
+            for ds, de, _t in dates:  # dates are not names
+                masked = masked[:ds] + " " * (de - ds) + masked[de:]
+            names = find_entities(masked)
             for _, n in names:
                 add_entity(n)
-            dates = find_dates(sent)
+            if sent.lstrip().startswith("#") or _META_LINE.match(sent):
+                prev_event = None  # headings and "Date: ..." lines are metadata, not events
+                continue
+            cue = _CAUSAL.search(sent)
             has_verb_between = len(names) >= 2 and bool(
                 _VERBISH.search(sent[names[0][0] + len(names[0][1]):names[1][0]]))
-            if not dates and not has_verb_between:
+            if not dates and not has_verb_between and not (cue and names):
                 prev_event = None
                 continue
             time = dates[0][2] if dates else EventTime()
@@ -114,7 +123,6 @@ class RuleExtractor:
             if location:
                 out.relations.append(Relation(source=ev.event_id, target=entity_key(location), type="LOCATED_IN",
                                               chunk_ids=[chunk.chunk_id]))
-            cue = _CAUSAL.search(sent)
             if cue and prev_event is not None:
                 forward = cue.group(1).lower() in {"as a result", "therefore", "consequently"}
                 src, dst = (prev_event, ev) if forward else (ev, prev_event)

@@ -1,0 +1,130 @@
+"""Evidence ranking: every candidate chunk collects scores from the channels that reached it.
+
+score = w_sim·cosine(query, chunk) + w_lex·BM25 (min-max) + w_link·(question entity's own passage)
+      + w_bridge·(passage of an entity that a top passage mentions) + w_event·(events reached in the graph)
+
+The path kept for a chunk is the one of its strongest channel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from eventrag.schema import RetrievalMode, RetrievedChunk
+from eventrag.storage.base import GraphStore, VectorStore
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    default_mode: RetrievalMode = "event"
+    candidates: int = 30  # dense and BM25 candidates per query
+    entity_seeds: int = 5
+    entity_sim_min: float = 0.6
+    event_seeds: int = 8
+    bridge_parents: int = 6
+    hops: int = 2
+    expand_limit: int = 300
+    hop_decay: float = 0.7
+    relation_boost: float = 1.3
+    max_rounds: int = 3
+    followup_weight: float = 0.95
+    w_sim: float = 1.0
+    w_lex: float = 0.3
+    w_link: float = 0.5
+    w_bridge: float = 0.25
+    w_event: float = 0.3
+
+
+_CHANNELS = ("sim", "lex", "link", "bridge", "event")
+
+
+@dataclass
+class _Cand:
+    sim: float | None = None
+    lex: float = 0.0
+    link: float = 0.0
+    bridge: float = 0.0
+    event: float = 0.0
+    path: list[str] = field(default_factory=list)
+    best: float = -1.0  # weighted contribution of the channel whose path is kept
+    inferred_only: bool = True
+    round: int = 1
+
+
+class Candidates:
+    def __init__(self, config: RetrievalConfig, round_no: int = 1) -> None:
+        self.cfg = config
+        self.round_no = round_no
+        self.items: dict[str, _Cand] = {}
+        self.fixed: dict[str, float] = {}  # merged scores (agentic rounds)
+
+    def add(self, cid: str, *, sim: float | None = None, lex: float = 0.0, link: float = 0.0, bridge: float = 0.0,
+            event: float = 0.0, path: list[str] | None = None, inferred: bool = False) -> None:
+        c = self.items.setdefault(cid, _Cand(round=self.round_no))
+        if sim is not None:
+            c.sim = sim if c.sim is None else max(c.sim, sim)
+        c.lex, c.link = max(c.lex, lex), max(c.link, link)
+        c.bridge, c.event = max(c.bridge, bridge), max(c.event, event)
+        c.inferred_only &= inferred
+        cfg = self.cfg
+        # a graph channel's path (link/bridge/event) is kept over a plain seed path (dense/BM25)
+        graph = max(cfg.w_link * link, cfg.w_bridge * bridge, cfg.w_event * event)
+        contrib = 10.0 + graph if graph > 0 else max(cfg.w_sim * (sim or 0.0), cfg.w_lex * lex)
+        if path and (contrib > c.best or not c.path):
+            c.path, c.best = list(path), contrib
+            if inferred:
+                c.path.append("(via inferred edge)")
+
+    def fill_sims(self, vectors: VectorStore, collection: str, qvec: np.ndarray) -> None:
+        missing = [cid for cid, c in self.items.items() if c.sim is None]
+        if not missing:
+            return
+        q = np.asarray(qvec, dtype=np.float32).reshape(-1)
+        for rec in vectors.get(collection, missing):
+            v = np.asarray(rec.vector, dtype=np.float32)
+            self.items[rec.id].sim = float(v @ q / max(float(np.linalg.norm(v)), 1e-12))
+        for cid in missing:
+            if self.items[cid].sim is None:
+                self.items[cid].sim = 0.0
+
+    def score(self, cid: str) -> float:
+        if cid in self.fixed:
+            return self.fixed[cid]
+        c, cfg = self.items[cid], self.cfg
+        return (cfg.w_sim * (c.sim or 0.0) + cfg.w_lex * c.lex + cfg.w_link * c.link + cfg.w_bridge * c.bridge
+                + cfg.w_event * c.event)
+
+    def ranked(self) -> list[tuple[str, float]]:
+        return sorted(((cid, self.score(cid)) for cid in self.items), key=lambda x: (-x[1], x[0]))
+
+    def merge(self, other: Candidates, weight: float = 1.0) -> None:
+        for cid, s in other.ranked():
+            s *= weight
+            if cid not in self.items or s > self.score(cid):
+                prev_round = self.items[cid].round if cid in self.items else other.items[cid].round
+                oc = other.items[cid]
+                self.items[cid] = _Cand(sim=oc.sim, lex=oc.lex, link=oc.link, bridge=oc.bridge, event=oc.event,
+                                        path=oc.path, best=oc.best, inferred_only=oc.inferred_only,
+                                        round=min(prev_round, oc.round))
+                self.fixed[cid] = s
+
+    def texts(self, ids: list[str], graph: GraphStore) -> list[tuple[str, str]]:
+        nodes = {n.id: n for n in graph.get_nodes(ids)}
+        return [(nodes[i].props.get("title", ""), nodes[i].props.get("text", "")) if i in nodes else ("", "")
+                for i in ids]
+
+    def top(self, k: int, graph: GraphStore) -> list[RetrievedChunk]:
+        ranked = self.ranked()[:k]
+        nodes = {n.id: n for n in graph.get_nodes([cid for cid, _ in ranked])}
+        out = []
+        for cid, s in ranked:
+            n = nodes.get(cid)
+            if n is None:  # deleted since the vectors were searched
+                continue
+            c = self.items[cid]
+            out.append(RetrievedChunk(chunk_id=cid, doc_id=n.props.get("doc_id") or (n.doc_ids[0] if n.doc_ids else ""),
+                                      title=n.props.get("title", ""), text=n.props.get("text", ""),
+                                      score=round(float(s), 6), path=c.path, round=c.round))
+        return out

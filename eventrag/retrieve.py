@@ -1,0 +1,211 @@
+"""Retriever: naive / graph / event / agentic retrieval over the event graph (implements SearchBackend).
+
+- naive: dense search over chunks.
+- graph: seeds = dense + BM25 chunks and the entities named in the question (lexicon + entity vectors);
+  the entity neighbourhood adds each linked entity's own passage and, one hop further, the passages of
+  the entities that the best passages mention (bridges).
+- event: graph + event seeds (event vectors, events of linked entities), k-hop expansion in the graph
+  store along temporal/causal/participation edges under the question's time filter; a chunk gains the
+  score of the events it states. Inferred edges may bring a chunk in but never add evidence score.
+- agentic: decomposition (one structured LLM call, or rules), event retrieval per sub-query, then a
+  reflection step that judges sufficiency and issues new sub-queries, for up to `max_rounds` rounds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from eventfold.llm.types import ChatModel
+from eventrag.decompose import Decomposition, llm_decompose, llm_reflect, rule_decompose, rule_reflect
+from eventrag.fusion import TextEmbedder
+from eventrag.graph_io import node_to_chunk
+from eventrag.lexical import LexicalCache, minmax
+from eventrag.ranking import Candidates, RetrievalConfig
+from eventrag.schema import Chunk, RetrievalMode, RetrievalResult
+from eventrag.storage.base import GraphStore, VectorStore
+
+EVENT_EDGES = ("BEFORE", "AFTER", "CAUSES", "ENABLES", "RELATED_TO", "PART_OF", "PARTICIPATES_IN")
+
+
+class Retriever:
+    def __init__(self, graph: GraphStore, vectors: VectorStore, embedder: TextEmbedder, collections: dict[str, str],
+                 *, chat_model: ChatModel | None = None, config: RetrievalConfig | None = None,
+                 lexical: LexicalCache | None = None) -> None:
+        self.graph, self.vectors, self.embedder = graph, vectors, embedder
+        self.collections = collections
+        self.chat_model = chat_model
+        self.config = config or RetrievalConfig()
+        self.lexical = lexical or LexicalCache(graph)
+
+    # --- SearchBackend ------------------------------------------------------------------------
+    def get_chunk(self, chunk_id: str) -> Chunk | None:
+        nodes = self.graph.get_nodes([chunk_id])
+        return node_to_chunk(nodes[0]) if nodes and nodes[0].label == "Chunk" else None
+
+    def get_document_chunks(self, doc_id: str) -> list[Chunk]:
+        nodes = self.graph.find_nodes("Chunk", doc_id=doc_id, limit=1_000_000)
+        return sorted((node_to_chunk(n) for n in nodes), key=lambda c: c.index)
+
+    def retrieve(self, query: str, *, mode: RetrievalMode | None = None, top_k: int = 5) -> RetrievalResult:
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError("query must be a non-empty string")
+        if top_k < 1:
+            raise ValueError("top_k must be >= 1")
+        mode = mode or self.config.default_mode
+        t0 = time.perf_counter()
+        if mode == "naive":
+            cands, rounds, subs, calls = self._naive(query, top_k), 1, [query], 0
+        elif mode in ("graph", "event"):
+            decomp = rule_decompose(query)
+            cands = self._one_query(query, decomp, mode, top_k)
+            rounds, subs, calls = 1, [query], 0
+        elif mode == "agentic":
+            cands, rounds, subs, calls = self._agentic(query, top_k)
+        else:
+            raise ValueError(f"unknown retrieval mode {mode!r}; use naive, graph, event or agentic")
+        chunks = cands.top(top_k, self.graph)
+        return RetrievalResult(query=query, mode=mode, chunks=chunks, rounds=rounds, sub_queries=subs,
+                               llm_calls=calls, elapsed_s=round(time.perf_counter() - t0, 4))
+
+    # --- building blocks ----------------------------------------------------------------------
+    def _embed(self, text: str) -> np.ndarray:
+        return np.asarray(self.embedder.embed([text]), dtype=np.float32)
+
+    def _search(self, kind: str, qvec: np.ndarray, k: int) -> list[tuple[str, float]]:
+        hits = self.vectors.search(self.collections[kind], qvec, top_k=k)
+        return [(h.id, float(h.score)) for h in hits[0]] if hits else []
+
+    def _naive(self, query: str, top_k: int) -> Candidates:
+        cands = Candidates(self.config)
+        for cid, sim in self._search("chunks", self._embed(query), top_k):
+            cands.add(cid, sim=sim, path=["dense:chunk"])
+        return cands
+
+    def _one_query(self, query: str, decomp: Decomposition, mode: str, top_k: int, round_no: int = 1) -> Candidates:
+        cfg = self.config
+        lex = self.lexical.get()
+        qvec = self._embed(query)
+        cands = Candidates(cfg, round_no=round_no)
+        k = max(cfg.candidates, top_k)
+        for cid, sim in self._search("chunks", qvec, k):
+            cands.add(cid, sim=sim, path=["dense:chunk"])
+        for cid, s in minmax(dict(lex.search(query, k))).items():
+            cands.add(cid, lex=s, path=["bm25:chunk"])
+        # entity seeds: names in the question (lexicon), names the decomposition gave, nearest entity vectors
+        links = {lnk.entity_id: (lnk.name, min(1.0, 0.5 + 0.15 * lnk.specificity)) for lnk in lex.link(query)}
+        for name in decomp.entities:
+            for lnk in lex.link(name, limit=1):
+                links.setdefault(lnk.entity_id, (lnk.name, 0.8))
+        for eid, sim in self._search("entities", qvec, cfg.entity_seeds):
+            if sim >= cfg.entity_sim_min and eid in lex.topical:
+                links.setdefault(eid, (lex.display.get(eid, eid), sim * 0.8))
+        topic = self._topic_chunks(list(links))
+        for eid, (name, conf) in links.items():
+            for cid in topic.get(eid, []):
+                cands.add(cid, link=conf, path=[f"seed:entity:{name}", f"MENTIONED_IN>chunk:{cid}"])
+        # bridges: entities mentioned in the best passages -> their own passages
+        cands.fill_sims(self.vectors, self.collections["chunks"], qvec)
+        parents = cands.ranked()[: cfg.bridge_parents]
+        mentioned = self.graph.get_edges([p for p, _ in parents], edge_types=["MENTIONED_IN"])
+        parent_score = dict(parents)
+        ents_of: dict[str, list[str]] = {}
+        for e in mentioned:
+            if e.dst in parent_score and e.src not in links:
+                ents_of.setdefault(e.src, []).append(e.dst)
+        bridge_topic = self._topic_chunks(list(ents_of))
+        top_parent = max(parent_score.values(), default=1.0) or 1.0
+        for eid, pids in ents_of.items():
+            best = max(pids, key=lambda p: parent_score[p])
+            for cid in bridge_topic.get(eid, []):
+                if cid == best:
+                    continue
+                cands.add(cid, bridge=parent_score[best] / top_parent, path=[
+                    f"seed:chunk:{best}", f"<MENTIONED_IN entity:{lex.display.get(eid, eid)}", f"MENTIONED_IN>chunk:{cid}"])
+        if mode == "event":
+            self._event_expand(qvec, decomp, links, cands)
+        cands.fill_sims(self.vectors, self.collections["chunks"], qvec)
+        return cands
+
+    def _topic_chunks(self, entity_ids: Sequence[str]) -> dict[str, list[str]]:
+        """entity id -> the chunks whose subject (document title) is that entity."""
+        out: dict[str, list[str]] = {}
+        if not entity_ids:
+            return out
+        for e in self.graph.get_edges(list(entity_ids), edge_types=["MENTIONED_IN"]):
+            if e.props.get("topic") and e.src in entity_ids:
+                out.setdefault(e.src, []).append(e.dst)
+        return out
+
+    def _event_expand(self, qvec: np.ndarray, decomp: Decomposition, links: dict[str, tuple[str, float]],
+                      cands: Candidates) -> None:
+        cfg = self.config
+        seeds = dict(self._search("events", qvec, cfg.event_seeds))
+        if links:  # events the linked entities take part in
+            for e in self.graph.get_edges(list(links), edge_types=["PARTICIPATES_IN"])[: cfg.event_seeds * 4]:
+                if e.src in links:
+                    seeds.setdefault(e.dst, 0.5 * links[e.src][1])
+        if not seeds:
+            return
+        exp = self.graph.expand(list(seeds), hops=cfg.hops, edge_types=list(EVENT_EDGES), direction="both",
+                                time_from=decomp.time_from, time_to=decomp.time_to, limit=cfg.expand_limit)
+        inferred = {e.key for e in exp.edges if e.inferred}
+        for xn in exp.nodes:
+            n = xn.node
+            if n.label != "Event":
+                continue
+            base = seeds.get(xn.seed, 0.0)
+            score = base * (cfg.hop_decay ** xn.hop)
+            via_inferred = False
+            for i, lab in enumerate(xn.path_edges):
+                typ = lab.strip("<>")
+                a, b = xn.path[i], xn.path[i + 1]
+                key = (a, typ, b) if lab.endswith(">") else (b, typ, a)
+                via_inferred |= key in inferred
+                if decomp.relation and typ in (decomp.relation, "BEFORE" if decomp.relation == "AFTER" else ""):
+                    score *= cfg.relation_boost
+            path = [f"seed:event:{xn.seed}"] + [f"{lab} {p}" for lab, p in zip(xn.path_edges, xn.path[1:], strict=False)]
+            for cid in n.props.get("chunk_ids") or []:
+                # an inferred edge may bring a chunk in, but adds no evidence score of its own
+                cands.add(cid, event=0.0 if via_inferred else score, path=[*path, f"MENTIONED_IN>chunk:{cid}"],
+                          inferred=via_inferred)
+
+    def _agentic(self, question: str, top_k: int) -> tuple[Candidates, int, list[str], int]:
+        cfg = self.config
+        calls = 0
+        if self.chat_model is not None:
+            decomp = llm_decompose(self.chat_model, question)
+            calls += 1
+        else:
+            decomp = rule_decompose(question)
+        asked: list[str] = []
+        pending = list(dict.fromkeys(decomp.sub_queries or [question]))
+        merged = Candidates(cfg)
+        rounds = 0
+        prev_top: list[str] = []
+        while pending and rounds < cfg.max_rounds:
+            rounds += 1
+            for q in pending:
+                asked.append(q)
+                merged.merge(self._one_query(q, decomp, "event", top_k, round_no=rounds),
+                             weight=1.0 if rounds == 1 else cfg.followup_weight)
+            top = merged.ranked()[:top_k]
+            top_ids = [c for c, _ in top]
+            new = [c for c in top_ids if c not in prev_top]
+            if rounds >= cfg.max_rounds:
+                break
+            passages = merged.texts(top_ids, self.graph)
+            refl = None
+            if self.chat_model is not None:
+                refl = llm_reflect(self.chat_model, question, passages, asked)
+                calls += 1
+            if refl is None:
+                new_passages = [p for c, p in zip(top_ids, passages, strict=True) if c in new]
+                refl = rule_reflect(question, new_passages, asked, converged=not new)
+            prev_top = top_ids
+            if refl.sufficient:
+                break
+            pending = [q for q in refl.sub_queries if q not in asked]
+        return merged, rounds, asked, calls

@@ -1,0 +1,116 @@
+"""One call to open everything EventRAG needs: stores, embedder, extractor, indexer and retriever.
+
+    with open_stack(settings) as stack:
+        stack.indexer.index_paths(["docs/"])
+        result = stack.retriever.retrieve("Who led the repairs?", mode="event", top_k=5)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from eventfold.llm.types import ChatModel
+from eventfold.settings import Settings
+from eventrag.chunking import ChunkingConfig
+from eventrag.extract import Extractor, LLMExtractor
+from eventrag.fusion import TextEmbedder
+from eventrag.index import Indexer
+from eventrag.lexical import LexicalCache
+from eventrag.ranking import RetrievalConfig
+from eventrag.retrieve import Retriever
+from eventrag.rules_extract import RuleExtractor
+from eventrag.storage.base import GraphStore, VectorStore
+from eventrag.storage.factory import collection_name, open_graph_store, open_vector_store
+
+ExtractMode = Literal["auto", "llm", "rules"]
+KINDS = ("chunks", "events", "entities")
+
+
+@dataclass
+class EventRAGStack:
+    settings: Settings
+    graph: GraphStore
+    vectors: VectorStore
+    embedder: TextEmbedder
+    indexer: Indexer
+    retriever: Retriever
+    chat_model: ChatModel | None = None
+    namespace: str = "default"
+    _closed: bool = field(default=False, repr=False)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.vectors.close()
+        finally:
+            self.graph.close()
+
+    def __enter__(self) -> EventRAGStack:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def stack_namespace(settings: Settings) -> str:
+    """The graph namespace: `graph.namespace` when set, else the index name (so indexes never mix)."""
+    if settings.graph.namespace != "default":
+        return settings.graph.namespace
+    return re.sub(r"[^A-Za-z0-9_-]", "_", settings.index)
+
+
+def make_extractor(mode: ExtractMode, chat_model: ChatModel | None, settings: Settings) -> tuple[Extractor, ChatModel | None]:
+    if mode == "rules" or (mode == "auto" and chat_model is None):
+        return RuleExtractor(), chat_model
+    if chat_model is None:
+        from eventfold.llm.factory import make_chat_model
+
+        chat_model = make_chat_model(settings)
+    return LLMExtractor(chat_model, concurrency=settings.llm.concurrency), chat_model
+
+
+def open_stack(settings: Settings, chat_model: ChatModel | None = None, embedder: Any = None, *,
+               extract: ExtractMode = "auto", retrieval: RetrievalConfig | None = None,
+               chunking: ChunkingConfig | None = None, fusion_threshold: float = 0.9,
+               batch_docs: int = 32) -> EventRAGStack:
+    """Open the configured stores and build the indexer and retriever on them.
+
+    `extract`: "llm" (one structured call per chunk; a chat model is made from the settings if none is
+    given), "rules" (no LLM), or "auto" (LLM when `chat_model` is given, else rules). The retriever uses
+    `chat_model` (when given) for decomposition and reflection in agentic mode.
+    """
+    if embedder is None:
+        from eventrag.embed import make_embedder
+
+        embedder = make_embedder(settings)
+    extractor, chat_model = make_extractor(extract, chat_model, settings)
+    namespace = stack_namespace(settings)
+    if settings.graph.backend == "embedded":
+        settings.graph_path().parent.mkdir(parents=True, exist_ok=True)
+    if "://" not in settings.vector_uri():
+        from pathlib import Path
+
+        Path(settings.vector_uri()).parent.mkdir(parents=True, exist_ok=True)
+    graph = open_graph_store(settings, namespace=namespace)
+    try:
+        vectors = open_vector_store(settings)
+    except Exception:
+        graph.close()
+        raise
+    collections = {k: re.sub(r"[^A-Za-z0-9_]", "_", collection_name(settings, f"{namespace}_{k}")) for k in KINDS}
+    lexical = LexicalCache(graph)
+    try:
+        indexer = Indexer(graph, vectors, embedder, extractor, collections=collections, chunking=chunking,
+                          fusion_threshold=fusion_threshold, batch_docs=batch_docs, on_change=lexical.invalidate)
+    except Exception:
+        vectors.close()
+        graph.close()
+        raise
+    retriever = Retriever(graph, vectors, embedder, collections, chat_model=chat_model, config=retrieval,
+                          lexical=lexical)
+    return EventRAGStack(settings=settings, graph=graph, vectors=vectors, embedder=embedder, indexer=indexer,
+                         retriever=retriever, chat_model=chat_model, namespace=namespace)
