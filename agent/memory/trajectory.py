@@ -1,0 +1,53 @@
+"""Numbered trajectory steps and their pure rendering to chat messages."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from agent.llm import Message
+
+CITATION_RE = re.compile(r"\[c:([^\]\s]+)\]")
+
+
+class Step(BaseModel):
+    """One numbered step: the assistant turn (with its tool calls) and the tool results it got."""
+
+    n: int = Field(ge=1)
+    assistant: Message
+    results: list[Message] = Field(default_factory=list)
+    chunk_ids: list[str] = Field(default_factory=list)  # evidence this step's results showed
+    kind: Literal["action", "invalid", "forced"] = "action"
+
+
+def step_messages(step: Step) -> list[Message]:
+    """The messages of one step as the model sees them: the assistant turn is labelled `[step n]`."""
+    head = step.assistant.model_copy(deep=True)
+    head.content = f"[step {step.n}] {head.content}".rstrip()
+    return [head, *(m.model_copy(deep=True) for m in step.results)]
+
+
+def step_text(step: Step) -> str:
+    """A plain-text transcript of one step (for fold summaries and digests)."""
+    lines = [f"[step {step.n}]"]
+    if step.assistant.content.strip():
+        lines.append(f"assistant: {step.assistant.content.strip()}")
+    for call in step.assistant.tool_calls:
+        args = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
+        lines.append(f"call: {call.name}({args})")
+    for res in step.results:
+        lines.append(f"result ({res.name or 'tool'}): {res.content}")
+    return "\n".join(lines)
+
+
+def call_digest(step: Step) -> str:
+    """One line: what the step did, e.g. `search(query='x') -> 5 results (c:a, c:b)`."""
+    calls = []
+    for call in step.assistant.tool_calls:
+        args = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
+        calls.append(f"{call.name}({args})")
+    what = "; ".join(calls) or (step.assistant.content.strip()[:80] or "no action")
+    cites = ", ".join(f"c:{c}" for c in step.chunk_ids[:5])
+    return f"step {step.n}: {what}" + (f" -> {cites}" if cites else "")

@@ -1,0 +1,60 @@
+"""Run options of one agent run (from `Settings.budget` plus per-run choices)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from eventfold.settings import Settings
+
+
+class AgentInputError(ValueError):
+    """The run cannot start: empty question, impossible budget, bad options."""
+
+
+class RunOptions(BaseModel):
+    max_steps: int = Field(12, ge=1, le=500)
+    context_budget: int = Field(6000, ge=256, le=1_000_000)
+    fold: bool = True  # False = plain ReAct: no fold/unfold tools, no budget guard
+    fold_summary: Literal["llm", "deterministic"] = "llm"  # fold without a model-written summary
+    keep_recent_steps: int = Field(1, ge=0, le=50)  # the budget guard never folds the newest steps
+    search_top_k: int = Field(5, ge=1, le=100)
+    result_chars: int = Field(600, ge=50, le=20000)  # per evidence snippet in a search result
+    read_chars: int = Field(2500, ge=100, le=100000)  # per read result
+    max_repeat_queries: int = Field(1, ge=0, le=10)  # identical searches allowed before refusing
+    max_refusals: int = Field(3, ge=1, le=50)  # refused repeats/invalid turns in a row -> forced answer
+    answer_max_tokens: int = Field(64, ge=1, le=8192)
+    step_max_tokens: int = Field(256, ge=16, le=8192)  # one agent turn (tool call)
+    fold_max_tokens: int = Field(384, ge=32, le=8192)
+    report_mode: Literal["short", "long"] = "short"
+    report_max_tokens: int = Field(512, ge=16, le=32768)
+    context_window: int | None = Field(None, ge=256)  # the model's window, when known (local backend)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: object) -> RunOptions:
+        b = settings.budget
+        values: dict[str, object] = {
+            "max_steps": b.max_steps,
+            "context_budget": b.context_tokens,
+            "search_top_k": b.search_top_k,
+            "max_repeat_queries": b.max_repeat_queries,
+            "answer_max_tokens": b.answer_max_tokens,
+            "report_max_tokens": b.report_max_tokens,
+            "context_window": settings.llm.n_ctx if settings.llm.backend == "local" else None,
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.model_validate(values)
+
+    def check_budget(self, floor_tokens: int) -> None:
+        """Refuse budgets that cannot hold the fixed prompt, or exceed the model's window."""
+        if self.context_budget < floor_tokens:
+            raise AgentInputError(
+                f"context budget {self.context_budget} tokens is below what the system prompt, tools and "
+                f"question alone take ({floor_tokens} tokens); use at least {floor_tokens + 512}"
+            )
+        if self.context_window is not None and self.context_budget > self.context_window:
+            raise AgentInputError(
+                f"context budget {self.context_budget} tokens exceeds the model's context window "
+                f"({self.context_window}); lower --budget or raise llm.n_ctx"
+            )

@@ -1,0 +1,145 @@
+"""Run the agent graph end to end: validate input, stream events, checkpoint, save report + trajectory.
+
+Each run has an id; its files go to `<runs_dir>/<run_id>/`: `report.md`, `trajectory.json` (the whole
+run state: numbered steps, folds with their verbatim originals, evidence, counters) and, with the
+SQLite checkpointer, `<runs_dir>/checkpoints.sqlite` keyed by run id so `resume_run` continues an
+interrupted run from its last completed node.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from agent.graph import AgentDeps, AgentGraph, build_graph
+from agent.options import AgentInputError, RunOptions
+from agent.state import RunState
+
+EventSink = Callable[[dict[str, Any]], None]
+
+
+class RunResult(BaseModel):
+    run: RunState
+    report: str
+    report_path: Path | None = None
+    trajectory_path: Path | None = None
+    wall_s: float
+    model: str
+    options: RunOptions
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+
+
+@contextmanager
+def open_checkpointer(runs_dir: Path | None) -> Iterator[Any]:
+    """SqliteSaver in runs_dir (resumable across processes), else an in-memory saver."""
+    if runs_dir is None:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        yield InMemorySaver()
+        return
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(runs_dir / "checkpoints.sqlite", check_same_thread=False)
+    try:
+        yield SqliteSaver(conn)
+    finally:
+        conn.close()
+
+
+def validate_question(question: str) -> str:
+    q = " ".join((question or "").split())
+    if not q:
+        raise AgentInputError("the question is empty")
+    if len(q) > 4000:
+        raise AgentInputError(f"the question is {len(q)} characters long; keep it under 4000")
+    return q
+
+
+def _config(run_id: str, options: RunOptions) -> dict[str, Any]:
+    return {"configurable": {"thread_id": run_id}, "recursion_limit": 4 * options.max_steps + 30}
+
+
+def _drive(graph: Any, inputs: Any, config: dict[str, Any], on_event: EventSink | None) -> dict[str, Any]:
+    final: dict[str, Any] = {}
+    for mode, chunk in graph.stream(inputs, config, stream_mode=["custom", "values"]):
+        if mode == "custom" and on_event is not None:
+            on_event(chunk)
+        elif mode == "values":
+            final = chunk
+    return final
+
+
+def save_run(result_run: RunState, report: str, out_dir: Path, meta: dict[str, Any]) -> tuple[Path, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report_path = out_dir / "report.md"
+    report_path.write_text(report, encoding="utf-8")
+    traj = {"meta": meta, "state": result_run.model_dump(mode="json")}
+    traj_path = out_dir / "trajectory.json"
+    traj_path.write_text(json.dumps(traj, ensure_ascii=False, indent=1), encoding="utf-8")
+    return report_path, traj_path
+
+
+def run_agent(
+    question: str,
+    deps: AgentDeps,
+    options: RunOptions,
+    *,
+    runs_dir: Path | None = None,
+    on_event: EventSink | None = None,
+    run_id: str | None = None,
+) -> RunResult:
+    """Answer `question`; saves report + trajectory under runs_dir/<run_id>/ when runs_dir is given."""
+    q = validate_question(question)
+    run = RunState(run_id=run_id or new_run_id(), question=q)
+    g = AgentGraph(deps, options)
+    options.check_budget(g.count(run))
+    start = time.perf_counter()
+    with open_checkpointer(runs_dir) as saver:
+        graph = build_graph(deps, options, checkpointer=saver)
+        final = _drive(graph, run.to_graph(), _config(run.run_id, options), on_event)
+    return _finish(final, deps, options, runs_dir, time.perf_counter() - start)
+
+
+def resume_run(
+    run_id: str, deps: AgentDeps, options: RunOptions, runs_dir: Path, on_event: EventSink | None = None
+) -> RunResult:
+    """Continue an interrupted run from its last checkpoint (same deps and options)."""
+    start = time.perf_counter()
+    with open_checkpointer(runs_dir) as saver:
+        graph = build_graph(deps, options, checkpointer=saver)
+        config = _config(run_id, options)
+        snapshot = graph.get_state(config)
+        if not snapshot.values:
+            raise AgentInputError(f"no checkpoint for run {run_id!r} in {runs_dir}")
+        final = _drive(graph, None, config, on_event) if snapshot.next else dict(snapshot.values)
+    return _finish(final, deps, options, runs_dir, time.perf_counter() - start)
+
+
+def _finish(
+    final: dict[str, Any], deps: AgentDeps, options: RunOptions, runs_dir: Path | None, wall_s: float
+) -> RunResult:
+    run = RunState.from_graph(final)
+    report = run.report or ""
+    result = RunResult(run=run, report=report, wall_s=wall_s, model=deps.model.name, options=options)
+    if runs_dir is not None:
+        meta = {
+            "model": deps.model.name,
+            "options": options.model_dump(mode="json"),
+            "wall_s": round(wall_s, 3),
+            "saved_at": datetime.now(UTC).isoformat(),
+        }
+        result.report_path, result.trajectory_path = save_run(run, report, runs_dir / run.run_id, meta)
+    return result

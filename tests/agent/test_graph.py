@@ -1,0 +1,136 @@
+"""The graph driven by a scripted chat model: search -> fold -> unfold -> answer, resume, streaming,
+token accounting with a real tokenizer."""
+
+from __future__ import annotations
+
+import json
+
+from agent_doubles import ScriptedChatModel, count_text, prompt_text
+
+from agent.graph import AgentDeps, build_graph
+from agent.options import RunOptions
+from agent.runner import resume_run, run_agent
+
+Q = "Where was Marie Curie born?"
+
+
+def test_search_fold_unfold_answer(backend, tmp_path):
+    model = ScriptedChatModel(
+        [
+            ("search", {"query": "Marie Curie born"}),
+            ("search", {"query": "Warsaw capital"}),
+            ("fold", {"start_step": 1, "end_step": 2}),
+            ("unfold", {"fold_id": "F1"}),
+            ("answer", {"answer": "Warsaw", "citations": ["d1#0", "c:made-up"]}),
+        ],
+        json_replies=[
+            {
+                "title": "Curie birthplace",
+                "findings": [{"fact": "Marie Curie was born in Warsaw", "chunk_ids": ["d1#0"]}],
+                "open_questions": [],
+            }
+        ],
+    )
+    events: list[dict] = []
+    res = run_agent(Q, AgentDeps(model, backend), RunOptions(), runs_dir=tmp_path, on_event=events.append)
+    run = res.run
+    assert run.status == "answered" and run.answer == "Warsaw"
+    assert [s.assistant.tool_calls[0].name for s in run.steps] == [
+        "search",
+        "search",
+        "fold",
+        "unfold",
+        "answer",
+    ]
+    assert run.counters.folds == 1 and run.counters.unfolds == 1 and run.counters.guard_folds == 0
+    assert run.memory.folds["F1"].status == "unfolded" and run.memory.folds["F1"].summary_source == "llm"
+    # the model saw the block while folded, and the originals again after the unfold
+    after_fold = model.calls[4]["messages"]  # calls: 2 searches, fold summary (json), fold turn, unfold turn
+    assert any(m.content.startswith("## [F1] steps 1\u20132 \u00b7 Curie birthplace") for m in after_fold)
+    assert not any("[step 1]" in m.content for m in after_fold)
+    after_unfold = model.calls[5]["messages"]
+    assert any(m.content.startswith("[step 1]") for m in after_unfold)
+    # report: numbered citation resolving to chunk, doc and title; the invented id is dropped
+    assert "**Answer:** Warsaw [1]" in res.report
+    assert "1. `c:d1#0` \u00b7 doc `d1` \u00b7 *Marie Curie*" in res.report and "made-up" not in res.report
+    traj = json.loads(res.trajectory_path.read_text())
+    assert traj["state"]["memory"]["folds"]["F1"]["originals"][0]["n"] == 1
+    assert res.report_path.read_text() == res.report
+    kinds = [e["type"] for e in events]
+    assert {"tool_call", "tool_result", "fold", "unfold", "context", "report"} <= set(kinds)
+
+
+def test_token_accounting_matches_the_tokenizer(backend):
+    model = ScriptedChatModel([("search", {"query": "Curie"}), ("answer", {"answer": "Warsaw"})])
+    res = run_agent(Q, AgentDeps(model, backend), RunOptions())
+    turns = [c for c in model.calls if c["tools"]]
+    expected = [count_text(prompt_text(c["messages"], c["tools"])) for c in turns]
+    assert res.run.counters.context_samples == expected
+    assert res.run.counters.peak_context_tokens >= max(expected)
+    assert res.run.counters.prompt_tokens == sum(expected)
+
+
+def test_budget_guard_folds_oldest_span_only_on_overflow(backend):
+    script = [
+        ("search", {"query": q}) for q in ["Marie Curie", "Pierre Curie", "Warsaw Poland", "Nobel Prize"]
+    ]
+    model = ScriptedChatModel([*script, ("answer", {"answer": "Warsaw"})])
+    roomy = run_agent(Q, AgentDeps(model, backend), RunOptions(fold_summary="deterministic"))
+    assert roomy.run.counters.guard_folds == 0
+    peak = roomy.run.counters.peak_context_tokens
+    model = ScriptedChatModel([*script, ("answer", {"answer": "Warsaw"})])
+    tight = run_agent(
+        Q,
+        AgentDeps(model, backend),
+        RunOptions(fold_summary="deterministic", context_budget=max(256, peak - 150)),
+    )
+    c = tight.run.counters
+    assert c.guard_folds >= 1 and c.peak_context_tokens < peak
+    first = tight.run.memory.folds["F1"]
+    assert first.origin == "guard" and first.start == 1
+    # no-fold is plain ReAct: no fold tools offered, no guard
+    model = ScriptedChatModel([*script, ("answer", {"answer": "Warsaw"})])
+    react = run_agent(
+        Q, AgentDeps(model, backend), RunOptions(fold=False, context_budget=max(256, peak - 150))
+    )
+    assert react.run.counters.guard_folds == 0
+    assert {t.name for t in model.calls[0]["tools"]} == {"search", "read", "answer"}
+
+
+def test_step_cap_forces_a_short_answer(backend):
+    model = ScriptedChatModel(
+        [("search", {"query": f"curie {i}"}) for i in range(10)],
+        text_replies=["Answer: Warsaw, Poland.\nBecause the passage says so."],
+    )
+    res = run_agent(Q, AgentDeps(model, backend), RunOptions(max_steps=3))
+    assert res.run.status == "forced" and res.run.answer == "Warsaw, Poland"
+    assert len([s for s in res.run.steps if s.kind == "action"]) == 3
+    assert model.calls[-1]["max_tokens"] == 64 and "few words" in model.calls[-1]["messages"][-1].content
+
+
+def test_repeated_query_is_refused_then_forced(backend):
+    model = ScriptedChatModel([("search", {"query": "Curie!"})] * 6, text_replies=["Warsaw"])
+    res = run_agent(Q, AgentDeps(model, backend), RunOptions(max_repeat_queries=1, max_refusals=3))
+    c = res.run.counters
+    assert c.repeated_queries == 3 and res.run.status == "forced"
+    assert "you already searched" in res.run.steps[2].results[0].content
+    assert len(backend.queries) == 2
+
+
+def test_run_resumes_from_its_checkpoint(backend, tmp_path):
+    model = ScriptedChatModel([("search", {"query": "Curie"}), ("answer", {"answer": "Warsaw"})])
+    deps, opts = AgentDeps(model, backend), RunOptions()
+    graph = build_graph(deps, opts, checkpointer=None)
+    assert set(graph.get_graph().nodes) >= {"agent", "tools", "guard", "report", "force_answer"}
+    from agent.runner import open_checkpointer
+    from agent.state import RunState
+
+    run = RunState(run_id="r1", question=Q)
+    with open_checkpointer(tmp_path) as saver:
+        g = build_graph(deps, opts, checkpointer=saver)
+        cfg = {"configurable": {"thread_id": "r1"}}
+        g.invoke(run.to_graph(), cfg, interrupt_after=["tools"])  # stop after the first step
+        assert len(g.get_state(cfg).values["steps"]) == 1
+    res = resume_run("r1", deps, opts, tmp_path)
+    assert res.run.answer == "Warsaw" and len(res.run.steps) == 2
+    assert (tmp_path / "r1" / "report.md").is_file()
