@@ -86,9 +86,10 @@ def test_unfolding_everything_restores_the_rendered_context_byte_for_byte(n, ops
     ctx = ctx_for(run)
     for o in ops:
         before_view, before_mem = view(run), run.memory.model_dump_json()
+        made = None
         try:
             if o[0] == "fold":
-                apply_fold(ctx, o[1], o[2], granularity=o[3], summary=o[4])
+                made = apply_fold(ctx, o[1], o[2], granularity=o[3], summary=o[4])
             else:
                 ids = list(run.memory.folds)
                 if not ids:
@@ -100,13 +101,10 @@ def test_unfolding_everything_restores_the_rendered_context_byte_for_byte(n, ops
             continue
         active = run.memory.active()
         assert all(a.end < b.start for a, b in zip(active, active[1:], strict=False)), "active folds overlap"
-        if o[0] == "fold":  # fold then unfold is byte-exact
-            newest = max(active, key=lambda f: (f.end - f.start, f.fold_id))
+        if made is not None:  # fold then unfold is byte-exact
             probe = run.model_copy(deep=True)
-            last = [f for f in probe.memory.active() if f.start <= newest.start and newest.end <= f.end][0]
-            probe.memory.unfold(last.fold_id)
-            if last.fold_id == newest.fold_id:
-                assert view(probe) == before_view
+            probe.memory.unfold(made.fold_id)
+            assert view(probe) == before_view
     unfold_all(run.memory)
     assert view(run) == original
 
