@@ -1,19 +1,21 @@
 """One way for every eval to call the research agent and read what it returns.
 
-The agent's entry point is `run(question, settings, backend, chat_model, fold=...)`; its result is
-read defensively (attributes or dict keys) so the harness keeps working while the agent's result type
-grows: `answer`, `report`, `citations`, `retrieved`/`evidence`, `stats`.
+`run_eventfold_agent(question, settings, backend, chat_model, fold=...)` drives `agent.runner.run_agent`
+and flattens its result into {answer, report, citations, retrieved, stats}; `AgentCaller` accepts any
+function of that shape (a test double, another agent) and reads its result defensively (attributes or
+dict keys).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from eventfold.llm.types import ChatModel
-from eventrag.schema import SearchBackend
+from eventrag.schema import RetrievedChunk, SearchBackend
 
 
 def field(obj: Any, key: str) -> Any:
@@ -38,16 +40,20 @@ class AgentCaller:
         chat_model: ChatModel,
         *,
         fold: bool = True,
+        **run_kwargs: Any,
     ) -> None:
         self.run_fn = run_fn
         self.settings = settings
         self.backend = backend
         self.chat_model = chat_model
         self.fold = fold
+        self.run_kwargs = run_kwargs
         self.name = "agent" if fold else "agent-nofold"
 
     def __call__(self, prompt: str) -> AgentOutput:
-        result = self.run_fn(prompt, self.settings, self.backend, self.chat_model, fold=self.fold)
+        result = self.run_fn(
+            prompt, self.settings, self.backend, self.chat_model, fold=self.fold, **self.run_kwargs
+        )
         stats = field(result, "stats") or {}
         if isinstance(stats, BaseModel):
             stats = stats.model_dump(mode="json")
@@ -57,3 +63,45 @@ class AgentCaller:
             stats=dict(stats) if isinstance(stats, dict) else {},
             raw=result,
         )
+
+
+def run_eventfold_agent(
+    question: str,
+    settings: Any,
+    backend: SearchBackend,
+    chat_model: ChatModel,
+    *,
+    fold: bool = True,
+    report_mode: str = "short",
+    runs_dir: Path | None = None,
+) -> dict[str, Any]:
+    """Run the eventfold agent once: answer, report, cited chunk ids, the evidence it gathered (cited
+    first, as `RetrievedChunk`s in the order found) and its counters (folds, peak context, tokens…)."""
+    from agent.graph import AgentDeps
+    from agent.options import RunOptions
+    from agent.runner import run_agent
+
+    options = RunOptions.from_settings(settings, fold=fold, report_mode=report_mode)
+    result = run_agent(question, AgentDeps(model=chat_model, backend=backend), options, runs_dir=runs_dir)
+    run = result.run
+    evidence = list(run.evidence.values())
+    cited = [e for cid in run.answer_citations for e in evidence if e.chunk_id == cid]
+    ordered = cited + [e for e in evidence if e.chunk_id not in set(run.answer_citations)]
+    retrieved = [
+        RetrievedChunk(chunk_id=e.chunk_id, doc_id=e.doc_id, title=e.title, text=e.text, score=e.score or 0.0)
+        for e in ordered
+    ]
+    stats = {
+        **run.counters.model_dump(exclude={"context_samples"}),
+        "status": run.status,
+        "stop_reason": run.stop_reason,
+        "steps": len(run.steps),
+        "wall_s": round(result.wall_s, 3),
+    }
+    return {
+        "answer": run.answer or "",
+        "report": result.report,
+        "citations": list(run.answer_citations),
+        "retrieved": retrieved,
+        "stats": stats,
+    }

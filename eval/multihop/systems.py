@@ -113,19 +113,19 @@ def _chunk_id(item: Any) -> str | None:
 
 
 def evidence_chunks(result: Any, backend: SearchBackend) -> list[RetrievedChunk]:
-    """Cited chunks first, then every other chunk the agent retrieved, deduplicated, as RetrievedChunks."""
-    ordered: list[Any] = list(field(result, "citations") or [])
-    for key in ("retrieved", "evidence"):
-        ordered.extend(field(result, key) or [])
+    """Cited chunks first, then every other chunk the agent retrieved, deduplicated, as RetrievedChunks
+    (ids the result does not carry as chunks are looked up in the backend)."""
+    gathered: list[Any] = [*(field(result, "retrieved") or []), *(field(result, "evidence") or [])]
+    known = {c.chunk_id: c for c in gathered if isinstance(c, RetrievedChunk)}
     out: list[RetrievedChunk] = []
     seen: set[str] = set()
-    for item in ordered:
+    for item in [*(field(result, "citations") or []), *gathered]:
         cid = _chunk_id(item)
         if not cid or cid in seen:
             continue
         seen.add(cid)
-        if isinstance(item, RetrievedChunk):
-            out.append(item)
+        if cid in known:
+            out.append(known[cid])
             continue
         chunk = backend.get_chunk(cid)
         if chunk is not None:
