@@ -1,0 +1,282 @@
+"""Teacher trajectories -> chat-with-tools SFT dataset (JSONL + manifest).
+
+1. ``generate_trajectories``: the real agent (``agent.runner.run_agent``) answers training questions
+   with a teacher model (any `ChatModel`: an OpenAI-compatible endpoint, the local llama.cpp model,
+   or a Hugging Face model through ``training.hf_chat``) under a tight context budget; a
+   ``RecordingChatModel`` keeps the exact prompt of every agent turn.
+2. ``judge``: rejection sampling. A trajectory is kept only when it ended with ``answer()``, the
+   answer is correct (EM, or F1 >= threshold, against the gold aliases), it has no invalid turn, no
+   failed fold/unfold, no tool error beyond the allowance, no safety-net fold by the budget guard
+   (the teacher must fold by itself), no fold unfolded again at the very next step (thrashing),
+   and, optionally, at least one fold. Every rejection carries its reason.
+3. ``trajectory_rows``: one prompt-completion row per agent turn: ``prompt`` = the messages the
+   teacher saw (rendered context: folded ranges as blocks, plus the status line), ``completion`` =
+   the assistant turn with its tool calls as executed, ``tools`` = the JSON schemas (a JSON string,
+   which TRL's SFTTrainer parses). Tool-call arguments are JSON strings so the Arrow schema stays
+   uniform across tools; the Qwen/TRL templates render strings verbatim.
+4. ``write_dataset``: ``train.jsonl``, ``trajectories.jsonl`` (all, with verdicts) and ``manifest.json``
+   (source questions, teacher, acceptance rate, rejection reasons, fold/unfold counts, rows).
+
+Loss masking: SFT trains with ``assistant_only_loss`` (and completion-only loss), so prompts and
+tool results are never trained; ``assistant_mask_report`` checks this with the tokenizer's training
+chat template.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.state import RunState
+from eventfold.llm.types import ChatModel, Message
+from training.hf_chat import hf_message, hf_messages, hf_tools
+from training.rl.rewards import correctness
+from training.sft.record import RecordingChatModel, TeacherCall
+
+
+class TrainingQuestion(BaseModel):
+    id: str
+    question: str
+    golds: list[str]
+
+
+class AcceptConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    min_f1: float = Field(0.8, ge=0.0, le=1.0, description="kept when EM = 1 or F1 >= min_f1")
+    max_tool_errors: int = Field(0, ge=0)
+    allow_guard_folds: bool = False
+    require_fold: bool = False
+
+
+class TeacherTrajectory(BaseModel):
+    question_id: str
+    question: str
+    golds: list[str]
+    teacher: str
+    calls: list[TeacherCall]
+    run: RunState
+
+
+class Verdict(BaseModel):
+    accepted: bool
+    reason: str = "accepted"
+    em: float = 0.0
+    f1: float = 0.0
+
+
+_FOLD_ID = re.compile(r"\binto (F\d+)")
+
+
+def _is_error(msg: Message) -> bool:
+    return msg.content.lstrip().lower().startswith("error")
+
+
+def judge(traj: TeacherTrajectory, cfg: AcceptConfig | None = None) -> Verdict:
+    """Keep or reject one trajectory, with the first reason that rejects it."""
+    cfg = cfg or AcceptConfig()
+    run = traj.run
+    _, em, f1 = correctness(run.answer, traj.golds, "f1")
+
+    def no(reason: str) -> Verdict:
+        return Verdict(accepted=False, reason=reason, em=em, f1=f1)
+
+    if run.status != "answered" or not run.answer:
+        return no(f"no answer: run ended with status {run.status!r} ({run.stop_reason or 'no reason given'})")
+    if em < 1.0 and f1 < cfg.min_f1:
+        return no(f"wrong answer {run.answer!r} (gold {traj.golds[:3]!r}; EM 0, F1 {f1:.2f} < {cfg.min_f1:.2f})")
+    turns = [s for s in run.steps if s.kind in ("action", "invalid")]
+    if len(turns) != len(traj.calls):
+        return no(f"recording mismatch: {len(traj.calls)} recorded agent calls for {len(turns)} steps")
+    errors = 0
+    last_fold: tuple[int, str] | None = None
+    for step in run.steps:
+        if step.kind == "invalid":
+            return no(f"invalid turn at step {step.n} (no usable tool call)")
+        for call, res in zip(step.assistant.tool_calls, step.results, strict=False):
+            if call.name in ("fold", "unfold") and _is_error(res):
+                return no(f"invalid {call.name} at step {step.n}: {res.content[:160]}")
+            if call.name == "unfold" and last_fold is not None and last_fold[0] == step.n - 1:
+                fid = str(call.arguments.get("fold_id", "")).strip("[] ").upper()
+                if fid == last_fold[1]:
+                    return no(f"fold thrash: {fid} unfolded at step {step.n} right after folding it")
+            if call.name == "fold" and not _is_error(res):
+                m = _FOLD_ID.search(res.content)
+                last_fold = (step.n, m.group(1).upper() if m else "")
+            errors += int(_is_error(res))
+    if errors > cfg.max_tool_errors:
+        return no(f"{errors} tool errors (allowed {cfg.max_tool_errors})")
+    if run.counters.guard_folds and not cfg.allow_guard_folds:
+        return no(f"the budget guard folded {run.counters.guard_folds} time(s): the teacher let the context overflow")
+    if cfg.require_fold and run.counters.folds == 0:
+        return no("no fold used (require_fold)")
+    return Verdict(accepted=True, em=em, f1=f1)
+
+
+def trajectory_rows(traj: TeacherTrajectory) -> list[dict[str, Any]]:
+    """One prompt-completion row per agent turn (prompt = what the teacher saw, completion = its call)."""
+    turns = [s for s in traj.run.steps if s.kind in ("action", "invalid")]
+    rows = []
+    for i, (call, step) in enumerate(zip(traj.calls, turns, strict=True)):
+        rows.append(
+            {
+                "prompt": hf_messages(call.messages, arguments_as_json=True),
+                "completion": [hf_message(step.assistant, arguments_as_json=True)],
+                "tools": json.dumps(hf_tools(call.tools) or [], ensure_ascii=False),
+                "id": f"{traj.question_id}/turn{i + 1}",
+            }
+        )
+    return rows
+
+
+# --- generation -----------------------------------------------------------------------------------
+
+RunFn = Callable[[str, ChatModel], RunState]
+
+
+def generate_trajectories(
+    questions: Sequence[TrainingQuestion], run_fn: RunFn, teacher: ChatModel, *, workers: int = 1
+) -> list[TeacherTrajectory]:
+    """Run the agent on each question with a recording wrapper around the teacher.
+
+    ``run_fn(question, model)`` runs the real agent and returns its final `RunState` (see
+    ``agent_run_fn``)."""
+
+    def one(q: TrainingQuestion) -> TeacherTrajectory:
+        rec = RecordingChatModel(teacher)
+        run = run_fn(q.question, rec)
+        return TeacherTrajectory(
+            question_id=q.id, question=q.question, golds=q.golds, teacher=teacher.name, calls=rec.calls, run=run
+        )
+
+    if workers <= 1:
+        return [one(q) for q in questions]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(one, questions))
+
+
+def agent_run_fn(backend: Any, options: Any) -> RunFn:
+    """A ``run_fn`` driving ``agent.runner.run_agent`` with ``backend`` and ``options`` (RunOptions)."""
+    from agent.graph import AgentDeps
+    from agent.runner import run_agent
+
+    def run(question: str, model: ChatModel) -> RunState:
+        return run_agent(question, AgentDeps(model=model, backend=backend), options.model_copy()).run
+
+    return run
+
+
+# --- dataset --------------------------------------------------------------------------------------
+
+
+class Manifest(BaseModel):
+    created: str
+    source: str
+    teacher: str
+    questions: list[str]
+    trajectories: int
+    accepted: int
+    acceptance_rate: float
+    rejection_reasons: dict[str, int]
+    rows: int
+    folds: int
+    unfolds: int
+    folds_per_accepted: float
+    accept_config: AcceptConfig
+
+
+def _reason_kind(reason: str) -> str:
+    return reason.split(":")[0].split(" (")[0].split(" '")[0]
+
+
+def write_dataset(
+    trajectories: Iterable[TeacherTrajectory], out_dir: Path, *, source: str = "", cfg: AcceptConfig | None = None
+) -> Manifest:
+    """Judge, convert and write ``train.jsonl``, ``trajectories.jsonl`` and ``manifest.json``."""
+    cfg = cfg or AcceptConfig()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    trajs = list(trajectories)
+    verdicts = [judge(t, cfg) for t in trajs]
+    kept = [t for t, v in zip(trajs, verdicts, strict=True) if v.accepted]
+    rows = [r for t in kept for r in trajectory_rows(t)]
+    with (out_dir / "train.jsonl").open("w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    with (out_dir / "trajectories.jsonl").open("w", encoding="utf-8") as f:
+        for t, v in zip(trajs, verdicts, strict=True):
+            f.write(json.dumps({"verdict": v.model_dump(), "trajectory": t.model_dump(mode="json")}) + "\n")
+    folds = sum(t.run.counters.folds for t in kept)
+    manifest = Manifest(
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        source=source,
+        teacher=", ".join(sorted({t.teacher for t in trajs})) or "none",
+        questions=[t.question_id for t in trajs],
+        trajectories=len(trajs),
+        accepted=len(kept),
+        acceptance_rate=len(kept) / len(trajs) if trajs else 0.0,
+        rejection_reasons=dict(Counter(_reason_kind(v.reason) for v in verdicts if not v.accepted)),
+        rows=len(rows),
+        folds=folds,
+        unfolds=sum(t.run.counters.unfolds for t in kept),
+        folds_per_accepted=folds / len(kept) if kept else 0.0,
+        accept_config=cfg,
+    )
+    (out_dir / "manifest.json").write_text(manifest.model_dump_json(indent=1), encoding="utf-8")
+    return manifest
+
+
+def read_trajectories(path: Path) -> list[TeacherTrajectory]:
+    """Trajectories back from a ``trajectories.jsonl`` (to re-judge with other acceptance settings)."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            out.append(TeacherTrajectory.model_validate(json.loads(line)["trajectory"]))
+    return out
+
+
+# --- mask check -----------------------------------------------------------------------------------
+
+
+class MaskReport(BaseModel):
+    rows: int
+    trained_tokens: int
+    total_tokens: int
+    leaks: list[str] = Field(default_factory=list, description="rows whose trained text holds prompt/tool text")
+
+
+def assistant_mask_report(rows: Sequence[dict[str, Any]], tokenizer: Any, chat_template: str) -> MaskReport:
+    """Render rows with the training chat template; the trained tokens (assistant mask within the
+    completion) must hold the completion's tool calls and never a tool result or the prompt's text."""
+    trained = total = 0
+    leaks: list[str] = []
+    for row in rows:
+        tools = json.loads(row["tools"]) if isinstance(row["tools"], str) else row["tools"]
+        kw = {"tools": tools, "chat_template": chat_template, "tokenize": True, "return_dict": True}
+        prompt_ids = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, **kw)["input_ids"]
+        full = tokenizer.apply_chat_template(
+            row["prompt"] + row["completion"], return_assistant_tokens_mask=True, **kw
+        )
+        ids, mask = full["input_ids"], full["assistant_masks"]
+        start = 0
+        while start < min(len(prompt_ids), len(ids)) and prompt_ids[start] == ids[start]:
+            start += 1
+        kept = [t for i, t in enumerate(ids) if mask[i] and i >= start]
+        text = tokenizer.decode(kept)
+        trained += len(kept)
+        total += len(ids)
+        calls = [c["function"]["name"] for m in row["completion"] for c in m.get("tool_calls") or []]
+        if not kept or any(f'"{name}"' not in text for name in calls):
+            leaks.append(f"{row.get('id')}: completion not trained ({text[:80]!r})")
+        elif "<tool_response>" in text or any(
+            m["content"] and len(m["content"]) > 20 and m["content"][:40] in text for m in row["prompt"]
+        ):
+            leaks.append(f"{row.get('id')}: prompt or tool text is trained ({text[:80]!r})")
+    return MaskReport(rows=len(rows), trained_tokens=trained, total_tokens=total, leaks=leaks)
