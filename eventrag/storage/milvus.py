@@ -38,8 +38,10 @@ from eventrag.storage.graph_rules import check_ids
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
 _ROWS_PER_CALL = 2000
+_IDS_PER_QUERY = 500
 _MAX_DIM = 32768
 IndexType = Literal["HNSW", "FLAT"]
+_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"})
 
 
 def _literal(value: str | int | float | bool) -> str:
@@ -47,7 +49,8 @@ def _literal(value: str | int | float | bool) -> str:
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
-    return json.dumps(value, ensure_ascii=False)  # quotes, backslashes and controls escaped
+    # the escapes both Milvus Lite's tokenizer and the server grammar accept; other characters are literal
+    return '"' + value.translate(_ESCAPES) + '"'
 
 
 def milvus_filter(flt: MetadataFilter | None) -> str:
@@ -61,6 +64,11 @@ def milvus_filter(flt: MetadataFilter | None) -> str:
         terms = [f'meta["{key}"] == {_literal(v)}' for v in values]
         parts.append(terms[0] if len(terms) == 1 else "(" + " or ".join(terms) + ")")
     return " and ".join(parts)
+
+
+def _ids_filter(ids: Sequence[str]) -> str:
+    """``id in [...]`` with escaped literals (pymilvus' own ``get(ids=...)`` does not escape quotes)."""
+    return "id in [" + ", ".join(_literal(i) for i in ids) + "]"
 
 
 def _lock_holder(path: Path) -> str | None:
@@ -77,6 +85,23 @@ def _lock_holder(path: Path) -> str | None:
         return str(lock)
     finally:
         os.close(fd)
+
+
+# Milvus Lite runs one embedded server per data directory per process (milvus_lite's own registry);
+# count this module's open stores per directory so the last close() stops it and frees the lock.
+_LITE_USERS: dict[str, int] = {}
+_LITE_GUARD = threading.Lock()
+
+
+def _release_lite(path: str) -> None:
+    with _LITE_GUARD:
+        _LITE_USERS[path] -= 1
+        if _LITE_USERS[path] > 0:
+            return
+        del _LITE_USERS[path]
+    from milvus_lite.server_manager import server_manager_instance
+
+    server_manager_instance.release_server(path)
 
 
 class MilvusVectorStore:
@@ -99,7 +124,7 @@ class MilvusVectorStore:
             if path.suffix != ".db":
                 raise InvalidInput(f"a Milvus Lite path must end in '.db' (got {uri!r}); servers use http(s)://")
             path.parent.mkdir(parents=True, exist_ok=True)
-            uri = str(path)
+            uri = os.path.abspath(path)
         self.uri = uri
         self.index_type = index_type
         self.search_ef = search_ef
@@ -117,6 +142,9 @@ class MilvusVectorStore:
                     "Milvus Lite allows one process per directory: close the other one or use a Milvus server"
                 ) from exc
             raise StoreUnavailable(f"cannot open Milvus at {uri}: {exc}") from exc
+        if self.is_lite:
+            with _LITE_GUARD:
+                _LITE_USERS[uri] = _LITE_USERS.get(uri, 0) + 1
 
     # ------------------------------------------------------------------ plumbing
     @contextmanager
@@ -155,6 +183,9 @@ class MilvusVectorStore:
         try:
             arr = np.asarray(vectors, dtype=np.float32)
         except (TypeError, ValueError) as exc:
+            lengths = sorted({len(v) for v in vectors if hasattr(v, "__len__")}) if hasattr(vectors, "__iter__") else []
+            if any(n != dim for n in lengths):
+                raise DimensionMismatch(f"collection {name!r} holds {dim}-d vectors, got lengths {lengths}") from exc
             raise InvalidInput(f"vectors must be numbers of equal length: {exc}") from exc
         if arr.ndim == 1 and arr.size:
             arr = arr[None, :]
@@ -273,9 +304,13 @@ class MilvusVectorStore:
         ids = check_ids(ids, "vector id")
         if not ids:
             return []
+        found: dict[str, dict[str, Any]] = {}
         with self._call("get") as c:
-            rows = c.get(name, ids=ids, output_fields=["vector", "meta"])
-        found = {r["id"]: r for r in rows}
+            self._flush_if_dirty(c, name)
+            for i in range(0, len(ids), _IDS_PER_QUERY):
+                part = ids[i : i + _IDS_PER_QUERY]
+                rows = c.query(name, filter=_ids_filter(part), output_fields=["id", "vector", "meta"], limit=len(part))
+                found.update((r["id"], r) for r in rows)
         return [
             VectorRecord(id=i, vector=[float(x) for x in found[i]["vector"]], metadata=found[i].get("meta") or {})
             for i in ids
@@ -290,9 +325,9 @@ class MilvusVectorStore:
         with self._call("delete") as c:
             if ids is not None:
                 present = [r.id for r in self.get(name, ids)]
-                if present:
-                    c.delete(name, ids=present)
-                    deleted += len(present)
+                for i in range(0, len(present), _IDS_PER_QUERY):
+                    c.delete(name, filter=_ids_filter(present[i : i + _IDS_PER_QUERY]))
+                deleted += len(present)
             if filter:
                 self._flush_if_dirty(c, name)
                 res = c.delete(name, filter=milvus_filter(filter))
@@ -319,6 +354,8 @@ class MilvusVectorStore:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+                if self.is_lite:
+                    _release_lite(self.uri)
 
     def __enter__(self) -> Self:
         return self
