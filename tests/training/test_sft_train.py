@@ -1,0 +1,99 @@
+"""SFT training on the tiny model: one step changes parameters (full and LoRA), masks, checkpoints, resume."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from training.common.loading import load_model_and_tokenizer
+from training.common.tiny import qwen3_chat_template
+from training.config import ConfigError, SFTRunConfig, load_config
+from training.sft.train import build_trainer, load_rows, run_sft
+
+TOOLS = json.dumps([{"type": "function", "function": {"name": "search", "description": "Search the corpus.",
+                    "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}])
+
+
+def _rows() -> list[dict]:
+    call = {"type": "function", "function": {"name": "search", "arguments": json.dumps({"query": "storm date"})}}
+    prompt = [{"role": "system", "content": "You are a research agent."},
+              {"role": "user", "content": "When was the storm?"}]
+    second_prompt = prompt + [
+        {"role": "assistant", "content": "[step 1]", "tool_calls": [call]},
+        {"role": "tool", "name": "search", "content": "[1] [c:01-storm#0] The storm was on 10 January 2020."},
+    ]
+    answer = {"type": "function", "function": {"name": "answer", "arguments": json.dumps({"answer": "10 January 2020"})}}
+    return [
+        {"prompt": prompt, "completion": [{"role": "assistant", "content": "", "tool_calls": [call]}], "tools": TOOLS},
+        {"prompt": second_prompt, "completion": [{"role": "assistant", "content": "", "tool_calls": [answer]}],
+         "tools": TOOLS},
+    ]
+
+
+@pytest.fixture
+def cfg(tmp_path, tiny_model_dir) -> SFTRunConfig:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _rows()))
+    return SFTRunConfig.model_validate({
+        "model": {"path": str(tiny_model_dir)},
+        "output_dir": str(tmp_path / "out"),
+        "data_dir": str(data),
+        "max_length": 2048,
+        "optim": {"learning_rate": 1e-2, "max_steps": 1, "per_device_train_batch_size": 2, "save_steps": 1},
+    })
+
+
+def test_tokenized_rows_train_only_the_assistant_call(cfg) -> None:
+    trainer = build_trainer(cfg, load_rows(cfg.data_dir))
+    tok = trainer.processing_class
+    for ex in trainer.train_dataset:
+        keep = [t for t, lab in zip(ex["input_ids"], ex["labels"], strict=True) if lab != -100]
+        text = tok.decode(keep)
+        assert "<tool_call>" in text and "<tool_response>" not in text and "research agent" not in text
+    assert tok.decode(keep).count("<tool_call>") == 1 and '"answer"' in tok.decode(keep)
+
+
+def test_one_sft_step_changes_parameters_and_saves(cfg, tiny_model_dir) -> None:
+    before, _ = load_model_and_tokenizer(tiny_model_dir)
+    res = run_sft(cfg)
+    assert res.global_step == 1 and res.rows == 2 and res.train_loss is not None
+    after, tok = load_model_and_tokenizer(res.final_dir)
+    diff = sum((a - b).abs().sum().item() for a, b in zip(after.parameters(), before.parameters(), strict=True))
+    assert diff > 0
+    assert tok.chat_template == qwen3_chat_template()  # inference template kept, not the training one
+    # resume: a longer run continues from the saved checkpoint
+    longer = cfg.model_copy(update={"optim": cfg.optim.model_copy(update={"max_steps": 2})})
+    res2 = run_sft(longer)
+    assert res2.resumed_from is not None and res2.resumed_from.endswith("checkpoint-1")
+    assert res2.global_step == 2
+
+
+def test_lora_step_trains_adapter_and_merges(cfg, tiny_model_dir) -> None:
+    lora = cfg.model_copy(update={"lora": cfg.lora.model_copy(update={"enabled": True, "r": 4, "alpha": 8})})
+    trainer = build_trainer(lora, load_rows(lora.data_dir))
+    trainable = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
+    assert trainable and all("lora" in n for n in trainable)
+    trainer.train()
+    changed = [n for n, p in trainer.model.named_parameters() if n in trainable and not torch.equal(p, trainable[n])]
+    assert changed
+    from training.sft.train import save_final
+
+    final = save_final(trainer, lora)
+    merged, _ = load_model_and_tokenizer(final)
+    assert not any("lora" in n for n, _ in merged.named_parameters())
+
+
+def test_config_file_errors(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "none.toml", SFTRunConfig)
+    bad = tmp_path / "bad.toml"
+    bad.write_text('output_dir = "o"\ndata_dir = "d"\n[model]\npath = "m"\ntypo = 1\n')
+    with pytest.raises(ConfigError, match="typo"):
+        load_config(bad, SFTRunConfig)
+    ok = tmp_path / "ok.toml"
+    ok.write_text('output_dir = "o"\ndata_dir = "d"\n[model]\npath = "m"\n')
+    c = load_config(ok, SFTRunConfig)
+    assert c.output_dir == tmp_path / "o" and c.model.path == tmp_path / "m"

@@ -1,0 +1,185 @@
+"""Run configurations of `eventfold train sft` and `eventfold train rl` (pydantic, loaded from TOML).
+
+Relative paths in a config file are resolved against the file's directory. Every section forbids
+unknown keys, so a typo fails loudly with the key's name.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from training.rl.env import EnvConfig
+from training.rl.schedule import ScheduleConfig
+from training.sft.data import AcceptConfig
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be read or validated."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelSection(_Strict):
+    path: Path = Field(description="local model directory (save_pretrained layout)")
+    build_tiny: bool = Field(False, description="build the offline tiny test model at `path` if it is missing")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+
+
+class LoraSection(_Strict):
+    enabled: bool = False
+    r: int = Field(8, ge=1)
+    alpha: int = Field(16, ge=1)
+    dropout: float = Field(0.05, ge=0.0, lt=1.0)
+    target_modules: list[str] = Field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    merge: bool = Field(True, description="merge the adapter into the saved final model")
+
+
+class OptimSection(_Strict):
+    learning_rate: float = Field(1e-5, gt=0)
+    max_steps: int = Field(-1, description="-1: run num_train_epochs")
+    num_train_epochs: float = Field(1.0, gt=0)
+    per_device_train_batch_size: int = Field(1, ge=1)
+    gradient_accumulation_steps: int = Field(1, ge=1)
+    warmup_steps: int = Field(0, ge=0)
+    weight_decay: float = Field(0.0, ge=0)
+    max_grad_norm: float = Field(1.0, gt=0)
+    bf16: bool = False
+    gradient_checkpointing: bool = False
+    logging_steps: int = Field(1, ge=1)
+    save_steps: int = Field(50, ge=1)
+    save_total_limit: int = Field(2, ge=1)
+    seed: int = 0
+
+
+class QuestionsSection(_Strict):
+    """Training questions: a JSONL of {id?, question, answer | answers, answer_aliases?} or a
+    HotpotQA/MuSiQue-style JSON list (as in ../shared/data/multihop)."""
+
+    path: Path
+    limit: int | None = Field(None, ge=1)
+    offset: int = Field(0, ge=0)
+
+
+class CorpusSection(_Strict):
+    """The indexed corpus the agent searches (an EventRAG index opened with the project settings)."""
+
+    settings_toml: Path | None = Field(None, description="eventfold settings TOML (index name, stores, models)")
+    index: str | None = Field(None, description="override Settings.index")
+    documents: Path | None = Field(None, description="documents to index first when the index is empty")
+    mode: Literal["naive", "graph", "event", "agentic"] | None = None
+
+
+class TeacherSection(_Strict):
+    """Teacher model for SFT data: the project LLM settings (local llama.cpp or OpenAI-compatible)."""
+
+    backend: Literal["settings", "hf"] = Field("settings", description="settings: Settings.llm; hf: model.path")
+    context_budget: int = Field(1536, ge=256)
+    max_steps: int = Field(8, ge=1)
+    workers: int = Field(1, ge=1)
+
+
+class SFTRunConfig(_Strict):
+    kind: Literal["sft"] = "sft"
+    model: ModelSection
+    output_dir: Path
+    data_dir: Path = Field(description="dataset folder: train.jsonl (+ manifest.json)")
+    max_length: int = Field(4096, ge=64)
+    resume: bool = True
+    lora: LoraSection = Field(default_factory=LoraSection)
+    optim: OptimSection = Field(default_factory=OptimSection)
+    # optional: build the dataset first (eventfold train sft-data)
+    questions: QuestionsSection | None = None
+    corpus: CorpusSection | None = None
+    teacher: TeacherSection = Field(default_factory=TeacherSection)
+    accept: AcceptConfig = Field(default_factory=AcceptConfig)
+
+
+class GRPOSection(_Strict):
+    num_generations: int = Field(2, ge=2)
+    per_device_train_batch_size: int = Field(2, ge=1)
+    gradient_accumulation_steps: int = Field(1, ge=1)
+    max_steps: int = Field(10, ge=1)
+    learning_rate: float = Field(1e-6, gt=0)
+    beta: float = Field(0.0, ge=0)
+    loss_type: str = "dapo"
+    temperature: float = Field(1.0, gt=0)
+    max_completion_length: int = Field(512, ge=8)
+    max_tool_calling_iterations: int = Field(8, ge=1)
+    logging_steps: int = Field(1, ge=1)
+    save_steps: int = Field(50, ge=1)
+    bf16: bool = False
+    gradient_checkpointing: bool = False
+    seed: int = 0
+    use_vllm: bool = False
+    vllm_mode: Literal["colocate", "server"] = "colocate"
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
+
+
+class AdvantageSection(_Strict):
+    """How advantages are computed: plain GRPO (TRL) or SIRAS token shaping (training.rl.trainer)."""
+
+    method: Literal["grpo", "siras"] = "siras"
+    options: dict[str, Any] = Field(default_factory=dict, description="SIRAS options (training.rl.siras config)")
+
+
+class LaunchSection(_Strict):
+    """Multi-GPU launch: an accelerate config (DeepSpeed / FSDP) from training/rl/configs."""
+
+    accelerate_config: Path | None = None
+    num_processes: int = Field(1, ge=1)
+
+
+class RLRunConfig(_Strict):
+    kind: Literal["rl"] = "rl"
+    model: ModelSection
+    output_dir: Path
+    resume: bool = True
+    questions: QuestionsSection
+    corpus: CorpusSection = Field(default_factory=CorpusSection)
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    schedule: ScheduleConfig = Field(default_factory=lambda: ScheduleConfig(enabled=False))
+    grpo: GRPOSection = Field(default_factory=GRPOSection)
+    advantage: AdvantageSection = Field(default_factory=AdvantageSection)
+    lora: LoraSection = Field(default_factory=LoraSection)
+    launch: LaunchSection = Field(default_factory=LaunchSection)
+    async_rollouts: bool = Field(False, description="see training/rl/run.py: not implemented, refused")
+
+    @model_validator(mode="after")
+    def _check(self) -> RLRunConfig:
+        if self.async_rollouts:
+            raise ValueError("async_rollouts is not supported yet (see training/rl/run.py docstring)")
+        return self
+
+
+C = TypeVar("C", SFTRunConfig, RLRunConfig)
+
+
+def _resolve(data: Any, base: Path, key: str = "") -> Any:
+    path_keys = {"path", "output_dir", "data_dir", "settings_toml", "documents", "accelerate_config"}
+    if isinstance(data, dict):
+        return {k: _resolve(v, base, k) for k, v in data.items()}
+    if isinstance(data, str) and key in path_keys:
+        p = Path(data).expanduser()
+        return str(p if p.is_absolute() else (base / p))
+    return data
+
+
+def load_config(path: str | Path, cls: type[C]) -> C:
+    """Read a TOML run config; relative paths are taken from the file's directory."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise ConfigError(f"config file {str(p)!r} not found")
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: not valid TOML: {exc}") from exc
+    try:
+        return cls.model_validate(_resolve(raw, p.resolve().parent))
+    except ValidationError as exc:
+        raise ConfigError(f"{p}: invalid {cls.__name__}:\n{exc}") from exc
