@@ -24,3 +24,20 @@ def shared_data() -> Path:
     if not root.is_dir():
         pytest.skip(f"shared data folder {root} is not on this machine")
     return root
+
+
+@pytest.fixture(scope="session")
+def indexed(tmp_path_factory):
+    """The MultiHopRAG fixture in a real embedded EventRAG index (SQLite graph, Milvus Lite, MiniLM),
+    with rule extraction: (home, dataset, stack, index summary)."""
+    from eval.multihop.corpus_index import open_indexed_stack
+    from eval.multihop.loaders import load_folder
+    from eventfold.settings import Settings
+
+    home = tmp_path_factory.mktemp("home")
+    ds = load_folder(FIXTURES / "multihoprag")
+    stack, summary = open_indexed_stack(
+        Settings(home=home), ds, ds.passages, extract="rules", chat_model=None
+    )
+    yield home, ds, stack, summary
+    stack.close()

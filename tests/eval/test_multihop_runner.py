@@ -31,7 +31,9 @@ class TextSystem:
         self.calls += 1
         if example.qid in self.fail_on:
             raise RuntimeError("boom")
-        return Prediction(answer="Northwind Robotics", retrieved=[_chunk(p.title, p.text) for p in self.passages])
+        return Prediction(
+            answer="Northwind Robotics", retrieved=[_chunk(p.title, p.text) for p in self.passages]
+        )
 
 
 @pytest.fixture
@@ -74,21 +76,6 @@ def test_run_resume_errors_and_outputs(mhr, tmp_path):
 def _reader(messages, schema):
     prompt = messages[-1].content
     return "Northwind Robotics" if "Gripper-7" in prompt else "Insufficient information."
-
-
-@pytest.fixture(scope="module")
-def indexed(tmp_path_factory):
-    """The MultiHopRAG fixture in a real embedded EventRAG index (SQLite graph, Milvus Lite, MiniLM)."""
-    from pathlib import Path
-
-    from eval.multihop.corpus_index import open_indexed_stack
-    from eventfold.settings import Settings
-
-    home = tmp_path_factory.mktemp("home")
-    ds = load_folder(Path(__file__).resolve().parents[1] / "fixtures" / "multihoprag")
-    stack, summary = open_indexed_stack(Settings(home=home), ds, ds.passages, extract="rules", chat_model=None)
-    yield home, ds, stack, summary
-    stack.close()
 
 
 def test_real_stack_naive_and_event_modes(indexed, tmp_path):
