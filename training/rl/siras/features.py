@@ -1,0 +1,81 @@
+"""Chunk features: hashed uni+bigram vectors (similarity in [0, 1]), surprise profiles, JS divergence,
+and average-linkage clustering of chunks."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.cluster.hierarchy import fcluster, linkage
+
+_MUL = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _hash(x: np.ndarray, dim: int) -> np.ndarray:
+    h = (x.astype(np.uint64) + np.uint64(1)) * _MUL
+    return ((h >> np.uint64(29)) % np.uint64(dim)).astype(np.int64)
+
+
+def chunk_vectors(
+    token_ids: np.ndarray, chunk: np.ndarray, starts: np.ndarray, n_chunks: int, dim: int
+) -> np.ndarray:
+    """(n_chunks, dim) L2-normalised bag of hashed unigrams + within-chunk bigrams.
+
+    Non-negative vectors, so cosine similarity lies in [0, 1]; identical chunks have similarity 1.
+    """
+    ids = np.asarray(token_ids, dtype=np.int64)
+    uni = chunk * dim + _hash(ids, dim)
+    keep = ~starts[1:]
+    big = chunk[1:][keep] * dim + _hash(ids[:-1][keep] * 1_000_003 + ids[1:][keep] + (1 << 40), dim)
+    counts = np.bincount(np.concatenate([uni, big]), minlength=n_chunks * dim).astype(np.float32)
+    vec = counts.reshape(n_chunks, dim)
+    norm = np.linalg.norm(vec, axis=1, keepdims=True)
+    return vec / np.maximum(norm, 1e-12)
+
+
+def similarity(vec_a: np.ndarray, vec_b: np.ndarray) -> np.ndarray:
+    """Cosine similarity of non-negative unit vectors, clipped to [0, 1]."""
+    return np.clip(vec_a @ vec_b.T, 0.0, 1.0)
+
+
+def surprise_histograms(
+    logprobs: np.ndarray | None, chunk: np.ndarray, n_chunks: int, edges: tuple[float, ...]
+) -> np.ndarray:
+    """(n_chunks, len(edges)+1) counts of token surprise (−log p) per bin; all zeros without log-probs."""
+    nb = len(edges) + 1
+    if logprobs is None:
+        return np.zeros((n_chunks, nb))
+    bins = np.searchsorted(np.asarray(edges), -np.asarray(logprobs, dtype=np.float64), side="right")
+    return np.bincount(chunk * nb + bins, minlength=n_chunks * nb).reshape(n_chunks, nb).astype(np.float64)
+
+
+def js_divergence(p_counts: np.ndarray, q_counts: np.ndarray, alpha: float = 0.5) -> np.ndarray:
+    """Row-wise Jensen–Shannon divergence in bits (in [0, 1]) of two count histograms, add-α smoothed.
+
+    A row where either side has no counts gets 1 (nothing to compare with: maximally divergent).
+    """
+    p = p_counts + alpha
+    q = q_counts + alpha
+    p = p / p.sum(-1, keepdims=True)
+    q = q / q.sum(-1, keepdims=True)
+    m = 0.5 * (p + q)
+    js = 0.5 * (p * np.log2(p / m)).sum(-1) + 0.5 * (q * np.log2(q / m)).sum(-1)
+    empty = (p_counts.sum(-1) == 0) | (q_counts.sum(-1) == 0)
+    return np.where(empty, 1.0, np.clip(js, 0.0, 1.0))
+
+
+def average_linkage_labels(vec: np.ndarray, cut: float) -> np.ndarray:
+    """Cluster chunks by average linkage on distance 1 − similarity, cut at ``cut``; (N,) labels.
+
+    Chunks with identical vectors are clustered once (duplicates sit at distance 0 and merge first, so
+    this gives the same clusters at any cut > 0) — repeated scaffolding makes this much cheaper.
+    """
+    n = vec.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    uniq, inverse = np.unique(vec, axis=0, return_inverse=True)
+    if uniq.shape[0] == 1:
+        return np.zeros(n, dtype=np.int64)
+    u = uniq.astype(np.float64)
+    dist = np.clip(1.0 - u @ u.T, 0.0, 1.0)
+    iu = np.triu_indices(u.shape[0], k=1)
+    labels = fcluster(linkage(dist[iu], method="average"), t=cut, criterion="distance")
+    return labels[inverse.reshape(-1)].astype(np.int64)
