@@ -79,7 +79,9 @@ MetadataFilter = dict[str, FilterValue | list[FilterValue]]
 
 def check_id(value: str, what: str = "id") -> str:
     if not isinstance(value, str) or not value or len(value) > MAX_ID_LEN:
-        raise InvalidInput(f"{what} must be a non-empty string of at most {MAX_ID_LEN} characters, got {value!r}")
+        raise InvalidInput(
+            f"{what} must be a non-empty string of at most {MAX_ID_LEN} characters, got {value!r}"
+        )
     if "\x00" in value:
         raise InvalidInput(f"{what} must not contain NUL characters: {value!r}")
     return value
@@ -133,7 +135,9 @@ def _check_props(props: dict[str, Any]) -> dict[str, Any]:
     for key in ("time_start", "time_end"):
         value = props.get(key)
         if value is not None and (not isinstance(value, str) or not _ISO_PREFIX.match(value)):
-            raise InvalidInput(f"property {key!r} must be an ISO-8601 string (e.g. '2024-05-01'), got {value!r}")
+            raise InvalidInput(
+                f"property {key!r} must be an ISO-8601 string (e.g. '2024-05-01'), got {value!r}"
+            )
     name = props.get("name")
     if name is not None and not isinstance(name, str):
         raise InvalidInput(f"property 'name' must be a string, got {name!r}")
@@ -392,7 +396,9 @@ class VectorStore(Protocol):
 
     def get(self, name: str, ids: Sequence[str]) -> list[VectorRecord]: ...
 
-    def delete(self, name: str, ids: Sequence[str] | None = None, filter: MetadataFilter | None = None) -> int:
+    def delete(
+        self, name: str, ids: Sequence[str] | None = None, filter: MetadataFilter | None = None
+    ) -> int:
         """Delete by ids and/or filter (at least one); returns how many records were removed."""
         ...
 

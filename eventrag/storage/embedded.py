@@ -164,7 +164,8 @@ class SqliteGraphStore:
         out: dict[str, int] = {}
         for part in _chunks(ids):
             rows = con.execute(
-                f"SELECT id, nid FROM nodes WHERE ns = ? AND id IN ({_qs(len(part))})", (self.namespace, *part)
+                f"SELECT id, nid FROM nodes WHERE ns = ? AND id IN ({_qs(len(part))})",
+                (self.namespace, *part),
             )
             out.update(rows)
         return out
@@ -202,7 +203,8 @@ class SqliteGraphStore:
                 )
             keys = [(nids[e.src], _TYPE_CODE[e.type], nids[e.dst]) for e in batch]
             con.executemany(
-                _UPSERT_EDGE, [(*k, int(e.inferred), rules.dumps(e.props)) for k, e in zip(keys, batch, strict=True)]
+                _UPSERT_EDGE,
+                [(*k, int(e.inferred), rules.dumps(e.props)) for k, e in zip(keys, batch, strict=True)],
             )
             doc_rows = [(k, d) for k, e in zip(keys, batch, strict=True) for d in e.doc_ids]
             con.executemany(
@@ -238,9 +240,12 @@ class SqliteGraphStore:
             ).fetchall()
             res.edges_deleted += len(lone)
             con.executemany("DELETE FROM edges WHERE eid = ?", lone)
-            res.nodes_deleted = con.execute("DELETE FROM nodes WHERE nid IN (SELECT nid FROM ef_doomed)").rowcount
+            res.nodes_deleted = con.execute(
+                "DELETE FROM nodes WHERE nid IN (SELECT nid FROM ef_doomed)"
+            ).rowcount
             res.edges_updated = con.execute(
-                f"DELETE FROM edge_docs WHERE doc_id = ? AND eid IN (SELECT d.eid {only})", (doc_id, doc_id, ns)
+                f"DELETE FROM edge_docs WHERE doc_id = ? AND eid IN (SELECT d.eid {only})",
+                (doc_id, doc_id, ns),
             ).rowcount
             res.nodes_updated = con.execute(
                 "DELETE FROM node_docs WHERE doc_id = ? AND nid IN (SELECT nid FROM nodes WHERE ns = ?)",
@@ -264,7 +269,11 @@ class SqliteGraphStore:
                 f"SELECT nid, id, label, props FROM nodes WHERE nid IN ({q})", part
             ):
                 out[nid] = Node.model_construct(
-                    id=id_, label=label, namespace=self.namespace, props=json.loads(props), doc_ids=docs.get(nid, [])
+                    id=id_,
+                    label=label,
+                    namespace=self.namespace,
+                    props=json.loads(props),
+                    doc_ids=docs.get(nid, []),
                 )
         return out
 
@@ -277,7 +286,12 @@ class SqliteGraphStore:
         ).fetchall()
         return [
             Edge.model_construct(
-                src=src, dst=dst, type=EDGE_TYPES[t], inferred=bool(inf), props=json.loads(p), doc_ids=json.loads(docs)
+                src=src,
+                dst=dst,
+                type=EDGE_TYPES[t],
+                inferred=bool(inf),
+                props=json.loads(p),
+                doc_ids=json.loads(docs),
             )
             for _, src, t, dst, inf, p, docs in rows
         ]
@@ -331,7 +345,8 @@ class SqliteGraphStore:
             nids = [
                 r[0]
                 for r in con.execute(
-                    f"SELECT n.nid FROM nodes n WHERE {' AND '.join(where)} ORDER BY n.id LIMIT ?", (*params, limit)
+                    f"SELECT n.nid FROM nodes n WHERE {' AND '.join(where)} ORDER BY n.id LIMIT ?",
+                    (*params, limit),
                 )
             ]
             loaded = self._load_nodes(con, nids)
@@ -375,7 +390,9 @@ class SqliteGraphStore:
     def stats(self) -> GraphStats:
         ns = (self.namespace,)
         with self._sql("stats") as con:
-            labels = dict(con.execute("SELECT label, count(*) FROM nodes WHERE ns = ? GROUP BY label", ns).fetchall())
+            labels = dict(
+                con.execute("SELECT label, count(*) FROM nodes WHERE ns = ? GROUP BY label", ns).fetchall()
+            )
             types = {
                 EDGE_TYPES[t]: c
                 for t, c in con.execute(
@@ -384,7 +401,8 @@ class SqliteGraphStore:
                 )
             }
             docs = con.execute(
-                "SELECT count(DISTINCT d.doc_id) FROM node_docs d JOIN nodes n ON n.nid = d.nid WHERE n.ns = ?", ns
+                "SELECT count(DISTINCT d.doc_id) FROM node_docs d JOIN nodes n ON n.nid = d.nid WHERE n.ns = ?",
+                ns,
             ).fetchone()[0]
         return GraphStats(
             namespace=self.namespace,

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from eventrag.storage.base import EDGE_TYPES, Direction, Expansion, ExpandedNode
+from eventrag.storage.base import EDGE_TYPES, Direction, ExpandedNode, Expansion
 
 if TYPE_CHECKING:
     from eventrag.storage.embedded import SqliteGraphStore
@@ -24,7 +24,9 @@ _TIME = (
 )
 
 
-def _step_sql(forward: bool, hops: int, types: tuple[str, ...] | None, window: list[str | None]) -> tuple[str, list]:
+def _step_sql(
+    forward: bool, hops: int, types: tuple[str, ...] | None, window: list[str | None]
+) -> tuple[str, list]:
     near, far = ("src", "dst") if forward else ("dst", "src")
     step = "e.type" if forward else "-1 - e.type"
     params: list[Any] = [hops]
@@ -84,7 +86,7 @@ def walk(
     info = {r[0]: r for r in rows}
     seed_of = {nid: sid for sid, nid in seed_nids.items()}
     out: list[ExpandedNode] = []
-    for nid, hop, parent, step, _ in rows:
+    for nid, hop, *_ in rows:
         path, path_edges, cur = [nodes[nid].id], [], info[nid]
         while cur[1] > 0:
             code = cur[3]
@@ -99,7 +101,9 @@ def walk(
         path.reverse()
         path_edges.reverse()
         out.append(
-            ExpandedNode.model_construct(node=nodes[nid], hop=hop, seed=path[0], path=path, path_edges=path_edges)
+            ExpandedNode.model_construct(
+                node=nodes[nid], hop=hop, seed=path[0], path=path, path_edges=path_edges
+            )
         )
     eids = [r[4] for r in rows if r[4] is not None]
     edges = []

@@ -54,7 +54,9 @@ def check_nodes(nodes: Sequence[Node], namespace: str) -> list[Node]:
             raise InvalidInput(f"upsert_nodes expects Node objects, got {type(node).__name__}")
         check_label(node.label)
         if node.namespace not in (None, namespace):
-            raise NamespaceMismatch(f"node {node.id!r} names namespace {node.namespace!r}; this store is {namespace!r}")
+            raise NamespaceMismatch(
+                f"node {node.id!r} names namespace {node.namespace!r}; this store is {namespace!r}"
+            )
         if node.id in out:
             prev = out[node.id]
             node = node.model_copy(

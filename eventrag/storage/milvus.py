@@ -24,7 +24,7 @@ import numpy as np
 from pymilvus import DataType, MilvusClient, MilvusException
 from pymilvus.exceptions import ConnectionConfigException, MilvusUnavailableException
 
-from eventrag.storage.base import MAX_ID_LEN, Metric, MetadataFilter, VectorHit, VectorRecord, check_filter
+from eventrag.storage.base import MAX_ID_LEN, MetadataFilter, Metric, VectorHit, VectorRecord, check_filter
 from eventrag.storage.errors import (
     CollectionNotFound,
     DimensionMismatch,
@@ -122,7 +122,9 @@ class MilvusVectorStore:
         if self.is_lite:
             path = Path(uri).expanduser()
             if path.suffix != ".db":
-                raise InvalidInput(f"a Milvus Lite path must end in '.db' (got {uri!r}); servers use http(s)://")
+                raise InvalidInput(
+                    f"a Milvus Lite path must end in '.db' (got {uri!r}); servers use http(s)://"
+                )
             path.parent.mkdir(parents=True, exist_ok=True)
             uri = os.path.abspath(path)
         self.uri = uri
@@ -169,7 +171,9 @@ class MilvusVectorStore:
             raise InvalidInput(f"collection name {name!r} must match {_NAME.pattern}")
         with self._call("open collection") as c:
             if not c.has_collection(name):
-                raise CollectionNotFound(f"no collection {name!r} in {self.uri}; call create_collection first")
+                raise CollectionNotFound(
+                    f"no collection {name!r} in {self.uri}; call create_collection first"
+                )
             desc = c.describe_collection(name)
             dim = next(int(f["params"]["dim"]) for f in desc["fields"] if f["name"] == "vector")
             metric = c.describe_index(name, "vector")["metric_type"]
@@ -183,9 +187,15 @@ class MilvusVectorStore:
         try:
             arr = np.asarray(vectors, dtype=np.float32)
         except (TypeError, ValueError) as exc:
-            lengths = sorted({len(v) for v in vectors if hasattr(v, "__len__")}) if hasattr(vectors, "__iter__") else []
+            lengths = (
+                sorted({len(v) for v in vectors if hasattr(v, "__len__")})
+                if hasattr(vectors, "__iter__")
+                else []
+            )
             if any(n != dim for n in lengths):
-                raise DimensionMismatch(f"collection {name!r} holds {dim}-d vectors, got lengths {lengths}") from exc
+                raise DimensionMismatch(
+                    f"collection {name!r} holds {dim}-d vectors, got lengths {lengths}"
+                ) from exc
             raise InvalidInput(f"vectors must be numbers of equal length: {exc}") from exc
         if arr.ndim == 1 and arr.size:
             arr = arr[None, :]
@@ -214,16 +224,22 @@ class MilvusVectorStore:
             if c.has_collection(name):
                 have_dim, have_metric = self._collection(name)
                 if have_dim != dim:
-                    raise DimensionMismatch(f"collection {name!r} exists with dim {have_dim}, asked for {dim}")
+                    raise DimensionMismatch(
+                        f"collection {name!r} exists with dim {have_dim}, asked for {dim}"
+                    )
                 if have_metric != metric:
-                    raise InvalidInput(f"collection {name!r} exists with metric {have_metric}, asked for {metric}")
+                    raise InvalidInput(
+                        f"collection {name!r} exists with metric {have_metric}, asked for {metric}"
+                    )
                 return
             schema = c.create_schema(auto_id=False, enable_dynamic_field=False)
             schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=MAX_ID_LEN)
             schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
             schema.add_field("meta", DataType.JSON)
             index = c.prepare_index_params()
-            index.add_index(field_name="vector", index_type=self.index_type, metric_type=metric, params=self._build)
+            index.add_index(
+                field_name="vector", index_type=self.index_type, metric_type=metric, params=self._build
+            )
             c.create_collection(name, schema=schema, index_params=index, consistency_level="Strong")
         self._info.pop(name, None)
         self._collection(name)
@@ -292,10 +308,18 @@ class MilvusVectorStore:
         with self._call("search") as c:
             self._flush_if_dirty(c, name)
             res = c.search(
-                name, data=arr.tolist(), limit=top_k, filter=expr, output_fields=["meta"], search_params=params
+                name,
+                data=arr.tolist(),
+                limit=top_k,
+                filter=expr,
+                output_fields=["meta"],
+                search_params=params,
             )
         return [
-            [VectorHit(id=h["id"], score=float(h["distance"]), metadata=h["entity"].get("meta") or {}) for h in hits]
+            [
+                VectorHit(id=h["id"], score=float(h["distance"]), metadata=h["entity"].get("meta") or {})
+                for h in hits
+            ]
             for hits in res
         ]
 
@@ -309,15 +333,21 @@ class MilvusVectorStore:
             self._flush_if_dirty(c, name)
             for i in range(0, len(ids), _IDS_PER_QUERY):
                 part = ids[i : i + _IDS_PER_QUERY]
-                rows = c.query(name, filter=_ids_filter(part), output_fields=["id", "vector", "meta"], limit=len(part))
+                rows = c.query(
+                    name, filter=_ids_filter(part), output_fields=["id", "vector", "meta"], limit=len(part)
+                )
                 found.update((r["id"], r) for r in rows)
         return [
-            VectorRecord(id=i, vector=[float(x) for x in found[i]["vector"]], metadata=found[i].get("meta") or {})
+            VectorRecord(
+                id=i, vector=[float(x) for x in found[i]["vector"]], metadata=found[i].get("meta") or {}
+            )
             for i in ids
             if i in found
         ]
 
-    def delete(self, name: str, ids: Sequence[str] | None = None, filter: MetadataFilter | None = None) -> int:
+    def delete(
+        self, name: str, ids: Sequence[str] | None = None, filter: MetadataFilter | None = None
+    ) -> int:
         self._collection(name)
         if ids is None and not filter:
             raise InvalidInput("delete needs ids or a non-empty filter (use drop_collection to remove all)")

@@ -20,8 +20,8 @@ from eventrag.storage.base import (
     DeleteResult,
     Direction,
     Edge,
-    Expansion,
     ExpandedNode,
+    Expansion,
     GraphStats,
     Node,
     check_id,
@@ -132,7 +132,11 @@ class Neo4jGraphStore:
 
     def _node(self, raw: dict[str, Any]) -> Node:
         return Node.model_construct(
-            id=raw["id"], label=raw["label"], namespace=self.namespace, props=_props(raw), doc_ids=list(raw["doc_ids"])
+            id=raw["id"],
+            label=raw["label"],
+            namespace=self.namespace,
+            props=_props(raw),
+            doc_ids=list(raw["doc_ids"]),
         )
 
     @staticmethod
@@ -157,7 +161,9 @@ class Neo4jGraphStore:
             for label, rows in by_label.items():
                 query = cy.upsert_nodes(label)
                 for i in range(0, len(rows), _ROWS_PER_QUERY):
-                    tx.run(query, rows=rows[i : i + _ROWS_PER_QUERY], ns=self.namespace, label=label).consume()
+                    tx.run(
+                        query, rows=rows[i : i + _ROWS_PER_QUERY], ns=self.namespace, label=label
+                    ).consume()
             return len(batch)
 
         return self._write("upsert_nodes", work)
@@ -249,7 +255,9 @@ class Neo4jGraphStore:
             "name": rules.fold_name(name), "contains": rules.fold_name(name_contains),
             "doc": check_id(doc_id, "doc_id") if doc_id is not None else None,
         }  # fmt: skip
-        query = cy.find_nodes(label is not None, name is not None, name_contains is not None, doc_id is not None)
+        query = cy.find_nodes(
+            label is not None, name is not None, name_contains is not None, doc_id is not None
+        )
         rows = self._read("find_nodes", lambda tx: [r["n"] for r in tx.run(query, params)])
         return [self._node(r) for r in rows]
 
@@ -264,18 +272,30 @@ class Neo4jGraphStore:
         include_seeds: bool,
     ) -> Expansion:
         seed_nodes = self.get_nodes(seeds) if include_seeds else []
-        out = [ExpandedNode.model_construct(node=n, hop=0, seed=n.id, path=[n.id], path_edges=[]) for n in seed_nodes]
+        out = [
+            ExpandedNode.model_construct(node=n, hop=0, seed=n.id, path=[n.id], path_edges=[])
+            for n in seed_nodes
+        ]
         room = (limit - len(out)) if limit else 2**62
         edges: dict[tuple[str, str, str], Edge] = {}
         if hops > 0 and room > 0 and seeds:
             timed = any(v is not None for v in window)
             query = cy.expand(types, hops, direction, timed)
-            params = {"seeds": [self._uid(s) for s in seeds], "limit": room, "from": window[0], "to": window[1]}
+            params = {
+                "seeds": [self._uid(s) for s in seeds],
+                "limit": room,
+                "from": window[0],
+                "to": window[1],
+            }
             rows = self._read("expand", lambda tx: [r.data() for r in tx.run(query, params)])
             for r in rows:
                 out.append(
                     ExpandedNode.model_construct(
-                        node=self._node(r["n"]), hop=r["hop"], seed=r["seed"], path=r["path"], path_edges=r["steps"]
+                        node=self._node(r["n"]),
+                        hop=r["hop"],
+                        seed=r["seed"],
+                        path=r["path"],
+                        path_edges=r["steps"],
                     )
                 )
                 for e in r["edges"]:

@@ -141,4 +141,3 @@ MATCH (n:{BASE_LABEL}) WHERE n.ns = $ns UNWIND n.doc_ids AS d RETURN count(DISTI
 CLEAR = f"""
 MATCH (n:{BASE_LABEL}) WHERE n.ns = $ns
 CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS"""
-

@@ -24,7 +24,9 @@ def graph_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def open_graph(graph_backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., GraphStore]]:
+def open_graph(
+    graph_backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Callable[..., GraphStore]]:
     """A factory ``open_graph(namespace=None) -> GraphStore`` on the parametrised backend; every store
     it opened is cleared (Neo4j) and closed afterwards."""
     opened: list[GraphStore] = []

@@ -10,12 +10,12 @@ from eventrag.storage.base import Edge, GraphStore, Node
 from eventrag.storage.milvus import MilvusVectorStore, milvus_filter
 
 NASTY = [
-    "O'Brien \"the\" `great`",
+    'O\'Brien "the" `great`',
     "x'}) MATCH (n) DETACH DELETE n //",
     "})-[:X]->(",
     "a'); DROP TABLE nodes; --",
     '" || true || "',
-    "back\\slash \\\" \\u0041",
+    'back\\slash \\" \\u0041',
     "Zürich 東京 😀 \u200b\u202e tab\tnew\nline\x01",
     "$ns {ns} ?1 %s",
 ]
@@ -28,7 +28,10 @@ def test_graph_roundtrip_of_hostile_text(graph: GraphStore, open_graph) -> None:
         Node(id=s, label="Entity", props={"name": s, s: [s, {s: s}]}, doc_ids=[s, "plain"]) for s in NASTY
     ]
     graph.upsert_nodes(nodes)
-    edges = [Edge(src=a, dst=b, type="RELATED_TO", props={"why": a + b}, doc_ids=[a]) for a, b in zip(NASTY, NASTY[1:])]
+    edges = [
+        Edge(src=a, dst=b, type="RELATED_TO", props={"why": a + b}, doc_ids=[a])
+        for a, b in zip(NASTY, NASTY[1:], strict=False)
+    ]
     graph.upsert_edges(edges)
     assert graph.count() == (len(NASTY), len(NASTY) - 1)
     for sent, got in zip(nodes, graph.get_nodes(NASTY), strict=True):
@@ -47,10 +50,17 @@ def test_graph_roundtrip_of_hostile_text(graph: GraphStore, open_graph) -> None:
 
 
 @pytest.mark.parametrize("value", NASTY)
-def test_milvus_filter_values_cannot_escape(milvus_lite: MilvusVectorStore, collection: str, value: str) -> None:
+def test_milvus_filter_values_cannot_escape(
+    milvus_lite: MilvusVectorStore, collection: str, value: str
+) -> None:
     milvus_lite.create_collection(collection, dim=4)
     vecs = np.eye(4, dtype=np.float32)
-    milvus_lite.upsert(collection, [value, "b", "c", "d"], vecs, [{"doc": value, "tag": value}, {"doc": "x"}, {"doc": "y"}, {}])
+    milvus_lite.upsert(
+        collection,
+        [value, "b", "c", "d"],
+        vecs,
+        [{"doc": value, "tag": value}, {"doc": "x"}, {"doc": "y"}, {}],
+    )
     hits = milvus_lite.search(collection, vecs[1:2], top_k=4, filter={"doc": value})[0]
     assert [h.id for h in hits] == [value]
     assert hits[0].metadata == {"doc": value, "tag": value}
@@ -68,4 +78,7 @@ def test_milvus_filter_keys_must_be_identifiers() -> None:
             milvus_filter({key: "v"})
     with pytest.raises(InvalidInput):
         milvus_filter({"k": {"nested": 1}})
-    assert milvus_filter({"a": 1, "b": [True, 2.5]}) == 'meta["a"] == 1 and (meta["b"] == true or meta["b"] == 2.5)'
+    assert (
+        milvus_filter({"a": 1, "b": [True, 2.5]})
+        == 'meta["a"] == 1 and (meta["b"] == true or meta["b"] == 2.5)'
+    )

@@ -37,7 +37,7 @@ def test_search_matches_exact_and_filters(milvus_lite: MilvusVectorStore, collec
     for q, row, want in zip(queries, hits, exact, strict=True):
         assert [h.id for h in row] == [ids[j] for j in want]
         assert row[0].score == pytest.approx(float(q @ vecs[want[0]]), abs=1e-4)  # COSINE: similarity
-        assert all(a.score >= b.score for a, b in zip(row, row[1:]))
+        assert all(a.score >= b.score for a, b in zip(row, row[1:], strict=False))
     filtered = milvus_lite.search(collection, queries[:1], top_k=10, filter={"doc_id": "d1", "even": True})[0]
     assert len(filtered) == 10 and all(h.metadata["i"] % 6 == 4 for h in filtered)
     either = milvus_lite.search(collection, queries[:1], top_k=300, filter={"doc_id": ["d0", "d2"]})[0]
@@ -61,7 +61,9 @@ def test_upsert_is_idempotent_and_replaces(milvus_lite: MilvusVectorStore, colle
 
 def test_get_delete_count(milvus_lite: MilvusVectorStore, collection: str) -> None:
     milvus_lite.create_collection(collection, dim=8)
-    milvus_lite.upsert(collection, [f"x{i}" for i in range(20)], unit(20, 8), [{"doc_id": f"d{i % 4}"} for i in range(20)])
+    milvus_lite.upsert(
+        collection, [f"x{i}" for i in range(20)], unit(20, 8), [{"doc_id": f"d{i % 4}"} for i in range(20)]
+    )
     assert [r.id for r in milvus_lite.get(collection, ["x3", "nope", "x1"])] == ["x3", "x1"]
     assert milvus_lite.delete(collection, ids=["x0", "x1", "nope"]) == 2
     assert milvus_lite.delete(collection, filter={"doc_id": "d2"}) == 5

@@ -1,0 +1,92 @@
+"""Kill a writer process in the middle of a batch: the store stays consistent (every batch is there
+whole or not at all), and re-running the writer completes it exactly."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+BATCHES, SIZE = 6, 600
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from eventrag.storage.base import Edge, Node
+    backend, target, ns, batches, size = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+    if backend == "neo4j":
+        from eventrag.storage.neo4j import Neo4jGraphStore
+        store = Neo4jGraphStore(target, namespace=ns)
+    else:
+        from eventrag.storage.embedded import SqliteGraphStore
+        store = SqliteGraphStore(target, namespace=ns)
+    for b in range(batches):
+        ids = [f"n{b}_{i}" for i in range(size)]
+        store.upsert_nodes([Node(id=i, label="Event", props={"name": i, "b": b}, doc_ids=[f"d{b}"]) for i in ids])
+        store.upsert_edges([Edge(src=ids[i], dst=ids[(i + 1) % size], type="BEFORE", doc_ids=[f"d{b}"])
+                            for i in range(size)])
+        print(f"batch {b}", flush=True)
+    store.close()
+    print("done", flush=True)
+    """
+)
+
+
+def run_writer(args: list[str], kill_after_batches: int | None) -> str:
+    cmd = [sys.executable, "-c", WRITER, *args]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path.cwd())
+    if kill_after_batches is None:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-2000:]
+        return out
+    for _ in range(kill_after_batches):
+        line = proc.stdout.readline()
+        assert line.startswith("batch"), proc.stderr.read()[-2000:]
+    time.sleep(0.05)  # well inside the next batch's transaction
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    return ""
+
+
+def test_killed_writer_leaves_whole_batches_and_rerun_completes(
+    graph_backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    ns = "crash" + uuid.uuid4().hex[:10]
+    if graph_backend == "neo4j":
+        from eventrag.storage.neo4j import Neo4jGraphStore
+
+        target = request.getfixturevalue("neo4j_uri")
+        open_store = lambda: Neo4jGraphStore(target, namespace=ns)  # noqa: E731
+    else:
+        from eventrag.storage.embedded import SqliteGraphStore
+
+        target = str(tmp_path / "crash.sqlite")
+        open_store = lambda: SqliteGraphStore(target, namespace=ns)  # noqa: E731
+    args = [graph_backend, target, ns, str(BATCHES), str(SIZE)]
+    run_writer(args, kill_after_batches=2)
+    with open_store() as store:
+        try:
+            nodes, edges = store.count()
+            assert 2 * SIZE <= nodes < BATCHES * SIZE, "the writer was not killed mid-run"
+            assert nodes % SIZE == 0 and edges % SIZE == 0, (nodes, edges)  # no partial batch
+            assert edges in (nodes, nodes - SIZE)  # at most the last batch's edges are missing
+            assert run_writer(args, kill_after_batches=None).strip().endswith("done")
+            assert store.count() == (BATCHES * SIZE, BATCHES * SIZE)
+            assert store.stats().documents == BATCHES
+            ring = store.expand(["n5_0"], hops=2, direction="out")
+            assert [n.node.id for n in ring.nodes] == ["n5_0", "n5_1", "n5_2"]
+        finally:
+            if graph_backend == "neo4j":
+                store.clear()
+    if graph_backend == "embedded":
+        import sqlite3
+
+        with sqlite3.connect(target) as con:
+            assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            assert con.execute("PRAGMA foreign_key_check").fetchall() == []
