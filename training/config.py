@@ -73,6 +73,8 @@ class CorpusSection(_Strict):
     index: str | None = Field(None, description="override Settings.index")
     documents: Path | None = Field(None, description="documents to index first when the index is empty")
     mode: Literal["naive", "graph", "event", "agentic"] | None = None
+    home: Path | None = Field(None, description="override Settings.home (where indexes live)")
+    distractors: int = Field(0, ge=0, description="dataset folders: extra passages indexed besides the questions' own")
 
 
 class TeacherSection(_Strict):
@@ -161,7 +163,7 @@ C = TypeVar("C", SFTRunConfig, RLRunConfig)
 
 
 def _resolve(data: Any, base: Path, key: str = "") -> Any:
-    path_keys = {"path", "output_dir", "data_dir", "settings_toml", "documents", "accelerate_config"}
+    path_keys = {"path", "output_dir", "data_dir", "settings_toml", "documents", "accelerate_config", "home"}
     if isinstance(data, dict):
         return {k: _resolve(v, base, k) for k, v in data.items()}
     if isinstance(data, str) and key in path_keys:

@@ -13,7 +13,9 @@ from training.rl.rewards import RewardConfig
 @pytest.fixture
 def env(lexical_backend, tiny_model_dir) -> ResearchEnv:
     counter = HFChatModel(load_tokenizer(tiny_model_dir))
-    cfg = EnvConfig(context_budget=3000, max_steps=6, reward=RewardConfig(context_budget=3000, cost_per_1k=1.0))
+    cfg = EnvConfig(
+        context_budget=3000, max_steps=6, reward=RewardConfig(context_budget=3000, cost_per_1k=1.0)
+    )
     return ResearchEnv(lexical_backend, counter, cfg)
 
 
@@ -24,10 +26,11 @@ def test_scripted_episode_with_fold_scores_and_shrinks_context(env, tiny_questio
     assert "[c:02-closure#0]" in out
     assert "Mara Quill" in env.read(id="03-repairs#0")
     before = env.run_state.counters.final_context_tokens
-    assert env.fold(start_step=1, end_step=2).startswith("Folded steps 1-2 into F1")
+    out = env.fold(start_step=1, end_step=2)
+    assert out.startswith("[step 3 · context ") and "Folded steps 1-2 into F1" in out
     after = env.run_state.counters.final_context_tokens
     assert after < before  # the rendered context shrank
-    assert env.answer(answer="Mara Quill").startswith("Answer recorded")
+    assert "\nAnswer recorded" in env.answer(answer="Mara Quill")
     run = env.run_state
     assert run.status == "answered" and run.counters.folds == 1 and len(run.steps) == 4
     r = env._reward()
@@ -48,8 +51,8 @@ def test_scripted_episode_with_fold_scores_and_shrinks_context(env, tiny_questio
 
 def test_bad_calls_are_tool_errors_and_cost_format(env, tiny_questions) -> None:
     env.reset(**tiny_questions[0])
-    assert env.fold(start_step=3, end_step=5).startswith("error:")
-    assert env.unfold(fold_id="F9").startswith("error:")
+    assert "\nerror:" in env.fold(start_step=3, end_step=5)
+    assert "\nerror:" in env.unfold(fold_id="F9")
     r = env._reward()
     assert r.correctness == 0.0 and r.format == pytest.approx(-0.3)  # 2 invalid (-0.2) + no answer (-0.1)
     env.answer(answer="wrong")
@@ -90,7 +93,10 @@ def test_research_reward_logs_episode_metrics(lexical_backend, tiny_model_dir, t
 def test_tool_schemas_are_what_trl_extracts(env) -> None:
     from transformers.utils import get_json_schema
 
-    names = {get_json_schema(getattr(env, n))["function"]["name"] for n in ("search", "read", "fold", "unfold", "answer")}
+    names = {
+        get_json_schema(getattr(env, n))["function"]["name"]
+        for n in ("search", "read", "fold", "unfold", "answer")
+    }
     assert names == {"search", "read", "fold", "unfold", "answer"}
     fold = get_json_schema(env.fold)["function"]["parameters"]
     assert fold["required"] == ["start_step", "end_step"]

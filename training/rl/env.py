@@ -151,7 +151,10 @@ class ResearchEnv:
             run = RunState.from_graph(update) if update else run
         self._run = run
         self._sample_context()
-        return run.steps[-1].results[0].content
+        c = run.counters
+        # the step number (fold ranges refer to it) and the rendered context size the cost is charged on
+        head = f"[step {len(run.steps)} · context {c.final_context_tokens} of {self._config.context_budget} tokens]"
+        return f"{head}\n{run.steps[-1].results[0].content}"
 
     def _sample_context(self) -> None:
         assert self._run is not None

@@ -1,0 +1,120 @@
+"""Training questions and the indexed corpus the agent searches during training.
+
+Questions come from either
+- a dataset folder the evaluation loaders know (HotpotQA / MuSiQue / 2Wiki / MultiHopRAG, e.g.
+  ``../shared/data/multihop/hotpotqa_train100``): the corpus is the questions' own passages, indexed
+  into an EventRAG index of their own (``eval.multihop.corpus_index``, rule extraction: no LLM); or
+- a JSONL file of ``{id?, question, answer | answers, answer_aliases?}`` with ``corpus.documents``
+  naming the documents to index (a folder or file of .md/.txt).
+
+The backend is the EventRAG retriever (``eventrag.stack.open_stack``), which is the agent's
+``SearchBackend``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from eventfold.settings import Settings
+from training.config import CorpusSection, QuestionsSection
+from training.sft.data import TrainingQuestion
+
+
+class QuestionsError(ValueError):
+    """Training questions that cannot be read."""
+
+
+def _jsonl_questions(path: Path) -> list[TrainingQuestion]:
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise QuestionsError(f"{path}:{n}: not JSON ({exc})") from exc
+        answers = row.get("answers") or ([row["answer"]] if isinstance(row.get("answer"), str) else row.get("answer"))
+        golds = [*(answers or []), *(row.get("answer_aliases") or [])]
+        if not row.get("question") or not golds:
+            raise QuestionsError(f"{path}:{n}: needs 'question' and 'answer' (or 'answers')")
+        out.append(TrainingQuestion(id=str(row.get("id", n)), question=row["question"], golds=golds))
+    return out
+
+
+def load_questions(section: QuestionsSection) -> tuple[list[TrainingQuestion], Any]:
+    """The selected questions, and the eval `QADataset` when they came from a dataset folder."""
+    path = section.path
+    dataset = None
+    if path.is_dir():
+        from eval.multihop.loaders import load_folder
+
+        dataset = load_folder(path)
+        qs = [TrainingQuestion(id=e.qid, question=e.question, golds=e.answers) for e in dataset.examples if e.answers]
+    elif path.is_file():
+        qs = _jsonl_questions(path)
+    else:
+        raise QuestionsError(f"questions path {str(path)!r} does not exist")
+    end = None if section.limit is None else section.offset + section.limit
+    qs = qs[section.offset : end]
+    if not qs:
+        raise QuestionsError(f"{path}: no questions with answers in the selected range")
+    if dataset is not None:
+        keep = {q.id for q in qs}
+        dataset = dataset.model_copy(update={"examples": [e for e in dataset.examples if e.qid in keep]})
+    return qs, dataset
+
+
+def corpus_settings(corpus: CorpusSection) -> Settings:
+    settings = Settings.from_toml(corpus.settings_toml) if corpus.settings_toml else Settings()
+    if corpus.home is not None:
+        settings = settings.model_copy(update={"home": corpus.home})
+    if corpus.index:
+        settings = settings.model_copy(update={"index": corpus.index})
+    return settings
+
+
+@contextmanager
+def open_backend(corpus: CorpusSection, dataset: Any = None) -> Iterator[Any]:
+    """An indexed EventRAG retriever for the training questions (closed on exit)."""
+    settings = corpus_settings(corpus)
+    if dataset is not None:
+        from eval.multihop.corpus_index import open_indexed_stack, select_passages
+
+        passages = select_passages(dataset, dataset.examples, "questions", corpus.distractors)
+        stack, _ = open_indexed_stack(settings, dataset, passages, extract="rules", chat_model=None)
+    else:
+        if corpus.documents is None:
+            raise QuestionsError("JSONL questions need corpus.documents (the files to index)")
+        from eventrag.stack import open_stack
+
+        stack = open_stack(settings, extract="rules")
+        try:
+            stack.indexer.index_paths([corpus.documents])
+        except BaseException:
+            stack.close()
+            raise
+    try:
+        yield _ModeBackend(stack.retriever, corpus.mode) if corpus.mode else stack.retriever
+    finally:
+        stack.close()
+
+
+class _ModeBackend:
+    """The retriever with a fixed retrieval mode (the agent's search passes none)."""
+
+    def __init__(self, retriever: Any, mode: str) -> None:
+        self._r, self._mode = retriever, mode
+
+    def retrieve(self, query: str, *, mode: Any = None, top_k: int = 5) -> Any:
+        return self._r.retrieve(query, mode=mode or self._mode, top_k=top_k)
+
+    def get_chunk(self, chunk_id: str) -> Any:
+        return self._r.get_chunk(chunk_id)
+
+    def get_document_chunks(self, doc_id: str) -> list[Any]:
+        return self._r.get_document_chunks(doc_id)
+

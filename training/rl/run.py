@@ -1,0 +1,240 @@
+"""The RL loop: the research environment + the GRPO trainer (SIRAS advantages by default).
+
+Wiring (TRL 1.16 hooks): ``environment_factory`` makes one ``ResearchEnv`` per rollout (the agent's
+tools over the indexed corpus); TRL's multi-turn tool loop generates, runs the tools, appends their
+results (masked from the loss by ``tool_mask``) and generates again; ``research_reward`` scores each
+episode and logs its metrics; the trainer class is ``training.rl.trainer`` (SIRAS shaping of
+(B, T) advantages, issue 6) or TRL's plain ``GRPOTrainer`` (``advantage.method = "grpo"``). On GPU,
+``grpo.use_vllm`` turns on TRL's vLLM generation (colocate or server).
+
+Logged every step (``log.jsonl`` in the output folder, TRL's names): ``reward``, ``episode/em``,
+``episode/f1``, ``episode/folds``, ``episode/unfolds``, ``episode/peak_context_tokens``,
+``frac_reward_zero_std`` (degenerate groups), ``entropy``, and ``schedule/cluster`` when adaptive
+scheduling is on.
+
+Adaptive data scheduling (``training.rl.schedule``) replaces TRL's repeat sampler with one that asks
+the UCB scheduler for the next questions; rewards are fed back per group from the reward function,
+and the scheduler advances once per optimiser step. The data loader prefetches one generation batch,
+so a re-choice takes effect one batch later. With several processes the rewards are gathered first,
+so every process makes the same choice.
+
+Asynchronous rollouts are not offered: TRL's ``AsyncGRPOTrainer`` (trl.experimental.async_grpo) is a
+separate trainer that needs a vLLM server and NCCL weight transfer (no CPU path) and cannot host the
+SIRAS subclass; a home-made queue around ``GRPOTrainer`` would have to re-implement its generation
+batching and off-policy corrections. ``RLRunConfig.async_rollouts`` therefore refuses.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import BaseModel
+from torch.utils.data import Sampler
+from transformers import TrainerCallback
+
+from agent import prompts
+from training.common.loading import load_model_and_tokenizer
+from training.config import RLRunConfig
+from training.hf_chat import HFChatModel
+from training.rl.env import ResearchEnv, research_reward
+from training.rl.schedule import Scheduler, cluster_questions
+from training.sft.data import TrainingQuestion
+from training.sft.train import ensure_model, last_checkpoint, peft_config
+
+log = logging.getLogger(__name__)
+
+
+class RLResult(BaseModel):
+    output_dir: Path
+    final_dir: Path
+    global_step: int
+    resumed_from: str | None
+    log_path: Path
+    schedule_history: list[int] = []
+
+
+def rl_rows(questions: list[TrainingQuestion], context_budget: int) -> list[dict[str, Any]]:
+    """Dataset rows: the agent's system prompt + the question; gold answers for the environment."""
+    system = prompts.SYSTEM_FOLD.format(budget=context_budget)
+    return [
+        {
+            "prompt": [{"role": "system", "content": system}, {"role": "user", "content": q.question}],
+            "question": q.question,
+            "answer": q.golds,
+            "qid": q.id,
+            "qidx": i,
+        }
+        for i, q in enumerate(questions)
+    ]
+
+
+def trainer_class(method: str) -> type:
+    """TRL's GRPOTrainer, or the SIRAS subclass of the RL-core work (training.rl.trainer)."""
+    if method == "grpo":
+        from trl import GRPOTrainer
+
+        return GRPOTrainer
+    try:
+        from training.rl import trainer as siras_trainer
+    except ImportError as exc:
+        raise RuntimeError(f"advantage.method='siras' needs training.rl.trainer ({exc})") from exc
+    for name in ("SirasGRPOTrainer", "SIRASGRPOTrainer", "SirasTrainer"):
+        if hasattr(siras_trainer, name):
+            return getattr(siras_trainer, name)
+    raise RuntimeError("training.rl.trainer defines no SIRAS trainer class")
+
+
+class ScheduledSampler(Sampler[int]):
+    """TRL's RepeatSampler layout (each question ``mini_repeat`` times in a row, each chunk repeated
+    ``repeat_count`` times), with the questions chosen by the scheduler, lazily, chunk by chunk."""
+
+    def __init__(self, scheduler: Scheduler, n_rows: int, per_chunk: int, mini_repeat: int, repeat_count: int):
+        self.scheduler, self.per_chunk = scheduler, per_chunk
+        self.mini_repeat, self.repeat_count = mini_repeat, repeat_count
+        self.chunks = max(1, math.ceil(n_rows / per_chunk))
+
+    def __iter__(self) -> Iterator[int]:
+        for _ in range(self.chunks):
+            chunk = self.scheduler.next_indices(self.per_chunk)
+            for _ in range(self.repeat_count):
+                for i in chunk:
+                    yield from [i] * self.mini_repeat
+
+    def __len__(self) -> int:
+        return self.chunks * self.per_chunk * self.mini_repeat * self.repeat_count
+
+
+def with_schedule(base: type) -> type:
+    """A subclass of ``base`` whose train sampler follows ``self.eventfold_scheduler`` when set."""
+
+    class Scheduled(base):  # type: ignore[misc, valid-type]
+        eventfold_scheduler: Scheduler | None = None
+
+        def _get_train_sampler(self, dataset: Any = None) -> Sampler:
+            if self.eventfold_scheduler is None:
+                return super()._get_train_sampler(dataset)
+            ds = dataset if dataset is not None else self.train_dataset
+            return ScheduledSampler(
+                self.eventfold_scheduler, len(ds), self.args.generation_batch_size // self.num_generations,
+                self.num_generations, self.num_iterations * self.args.steps_per_generation,
+            )
+
+    Scheduled.__name__ = f"Scheduled{base.__name__}"
+    return Scheduled
+
+
+class _ScheduleStep(TrainerCallback):
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.scheduler.step()
+
+
+def make_reward(scheduler: Scheduler | None, group_size: int) -> Callable[..., list[float]]:
+    def research_episode_reward(environments=None, qidx=None, log_metric=None, **kw: Any) -> list[float]:  # noqa: ANN001
+        rewards = research_reward(environments=environments, log_metric=log_metric)
+        if scheduler is not None and qidx is not None:
+            idx, rs = list(qidx), list(rewards)
+            if torch.distributed.is_available() and torch.distributed.is_initialized():
+                from accelerate.utils import gather_object
+
+                idx, rs = gather_object(idx), gather_object(rs)
+            scheduler.observe(idx[::group_size], rs, group_size)
+            if log_metric is not None:
+                log_metric("schedule/cluster", float(scheduler.active))
+        return rewards
+
+    return research_episode_reward
+
+
+def grpo_args(cfg: RLRunConfig) -> Any:
+    from trl import GRPOConfig
+
+    g = cfg.grpo
+    extra: dict[str, Any] = {}
+    if g.use_vllm:
+        extra.update(use_vllm=True, vllm_mode=g.vllm_mode, vllm_gpu_memory_utilization=g.vllm_gpu_memory_utilization)
+    if g.gradient_checkpointing:
+        extra["gradient_checkpointing"] = True
+    return GRPOConfig(
+        output_dir=str(cfg.output_dir),
+        num_generations=g.num_generations,
+        per_device_train_batch_size=g.per_device_train_batch_size,
+        gradient_accumulation_steps=g.gradient_accumulation_steps,
+        max_steps=g.max_steps,
+        learning_rate=g.learning_rate,
+        beta=g.beta,
+        loss_type=g.loss_type,
+        temperature=g.temperature,
+        max_completion_length=g.max_completion_length,
+        max_tool_calling_iterations=g.max_tool_calling_iterations,
+        logging_steps=g.logging_steps,
+        save_steps=g.save_steps,
+        bf16=g.bf16,
+        seed=g.seed,
+        report_to="none",
+        use_cpu=not torch.cuda.is_available(),
+        dataloader_num_workers=0,
+        **extra,
+    )
+
+
+def build_rl_trainer(
+    cfg: RLRunConfig, questions: list[TrainingQuestion], backend: Any, *, model: Any = None, tokenizer: Any = None
+) -> Any:
+    """The configured trainer over ``questions`` with ``backend`` as the agent's search backend."""
+    from datasets import Dataset
+
+    if model is None or tokenizer is None:
+        model, tokenizer = load_model_and_tokenizer(ensure_model(cfg.model), dtype=cfg.model.dtype)
+    counter = HFChatModel(tokenizer, name="policy-tokenizer")
+    scheduler = None
+    if cfg.schedule.enabled:
+        labels = cluster_questions([q.question for q in questions], cfg.schedule.n_clusters, seed=cfg.schedule.seed)
+        scheduler = Scheduler(labels, cfg.schedule)
+    base = trainer_class(cfg.advantage.method)
+    cls = with_schedule(base)
+    kwargs: dict[str, Any] = {}
+    if cfg.advantage.method == "siras" and cfg.advantage.options:
+        kwargs["siras_config"] = cfg.advantage.options
+    trainer = cls(
+        model=model,
+        reward_funcs=[make_reward(scheduler, cfg.grpo.num_generations)],
+        args=grpo_args(cfg),
+        train_dataset=Dataset.from_list(rl_rows(questions, cfg.env.context_budget)),
+        processing_class=tokenizer,
+        environment_factory=lambda: ResearchEnv(backend, counter, cfg.env),
+        peft_config=peft_config(cfg.lora),
+        callbacks=[_ScheduleStep(scheduler)] if scheduler is not None else None,
+        **kwargs,
+    )
+    trainer.eventfold_scheduler = scheduler
+    return trainer
+
+
+def run_rl(cfg: RLRunConfig, questions: list[TrainingQuestion], backend: Any, **model_kw: Any) -> RLResult:
+    trainer = build_rl_trainer(cfg, questions, backend, **model_kw)
+    resume = last_checkpoint(cfg.output_dir) if cfg.resume else None
+    trainer.train(resume_from_checkpoint=resume)
+    final = cfg.output_dir / "final"
+    model = trainer.model
+    if cfg.lora.enabled and cfg.lora.merge and hasattr(model, "merge_and_unload"):
+        model = model.merge_and_unload()
+    model.save_pretrained(final)
+    trainer.processing_class.save_pretrained(final)
+    log_path = cfg.output_dir / "log.jsonl"
+    with log_path.open("w", encoding="utf-8") as f:
+        for row in trainer.state.log_history:
+            f.write(json.dumps(row) + "\n")
+    sched = trainer.eventfold_scheduler
+    return RLResult(
+        output_dir=cfg.output_dir, final_dir=final, global_step=trainer.state.global_step, resumed_from=resume,
+        log_path=log_path, schedule_history=list(sched.history) if sched else [],
+    )
