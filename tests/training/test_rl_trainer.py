@@ -1,0 +1,132 @@
+"""One CPU GRPO step of the tiny model with SIRAS: it runs, moves parameters, and the loss sees (B, T)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from datasets import Dataset
+
+from training.common.loading import load_model_and_tokenizer
+from training.common.tiny import build_tiny_model
+from training.rl.siras import SirasConfig
+from training.rl.trainer import SirasGRPOTrainer
+
+
+def digit_reward(completions, **kwargs) -> list[float]:
+    """A real (if silly) verifiable reward: share of characters that are digits."""
+    out = []
+    for c in completions:
+        text = c if isinstance(c, str) else c[-1]["content"]
+        out.append(sum(ch.isdigit() for ch in text) / max(1, len(text)))
+    return out
+
+
+class CapturingTrainer(SirasGRPOTrainer):
+    """Records exactly what the policy loss receives."""
+
+    seen: list[dict[str, torch.Tensor]]
+
+    def _compute_loss(self, model, inputs):
+        self.seen.append({k: inputs[k].detach().clone() for k in ("advantages", "completion_mask")})
+        return super()._compute_loss(model, inputs)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return build_tiny_model(tmp_path_factory.mktemp("tiny_rl"), seed=1)
+
+
+def make_trainer(tiny, tmp_path, siras: SirasConfig) -> CapturingTrainer:
+    from trl import GRPOConfig
+
+    model, tok = load_model_and_tokenizer(tiny, dtype=torch.float32)
+    ds = Dataset.from_list(
+        [{"prompt": [{"role": "user", "content": f"What is {i} + {i + 1}?"}]} for i in range(8)]
+    )
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        use_cpu=True,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=24,
+        max_steps=1,
+        learning_rate=5e-2,
+        logging_steps=1,
+        report_to=[],
+        save_strategy="no",
+        seed=0,
+        temperature=1.5,
+        dataloader_num_workers=0,
+    )
+    t = CapturingTrainer(
+        model=model,
+        reward_funcs=[digit_reward],
+        args=args,
+        train_dataset=ds,
+        processing_class=tok,
+        siras_config=siras,
+    )
+    t.seen = []
+    return t
+
+
+def test_one_siras_step_runs_moves_params_and_loss_sees_shaped(tiny, tmp_path) -> None:
+    trainer = make_trainer(tiny, tmp_path, SirasConfig(max_chunk_len=4, min_chunk_len=2))
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(p.detach(), before[n])]
+    assert changed, "no parameter moved"
+    assert trainer.seen, "the loss never ran"
+    adv = trainer.seen[0]["advantages"]
+    mask = trainer.seen[0]["completion_mask"]
+    assert adv.dim() == 2 and adv.shape == mask.shape
+    assert (adv[mask == 0] == 0).all()
+    # token-level, not one value per row: some row has distinct values on its valid tokens
+    assert any(len(set(adv[i][mask[i] == 1].tolist())) > 1 for i in range(adv.shape[0]))
+    # exactly the tensor SIRAS produced (TRL shuffles rows between generation and loss)
+    shaped = trainer.last_shaped_advantages
+    key = lambda t: sorted(tuple(r.tolist()) for r in t)  # noqa: E731
+    assert key(adv) == key(shaped)
+    logs = {k for h in trainer.state.log_history for k in h}
+    for name in (
+        "siras/degenerate_frac",
+        "siras/mean_abs_adv",
+        "siras/multiplier_spread",
+        "siras/shaping_ms",
+    ):
+        assert name in logs, name
+
+
+def test_disabled_siras_is_plain_grpo_per_token(tiny, tmp_path) -> None:
+    trainer = make_trainer(tiny, tmp_path, SirasConfig(enabled=False))
+    trainer.train()
+    adv, mask = trainer.seen[0]["advantages"], trainer.seen[0]["completion_mask"]
+    for i in range(adv.shape[0]):
+        vals = adv[i][mask[i] == 1]
+        assert vals.numel() == 0 or torch.allclose(vals, vals[0].expand_as(vals))
+
+
+def test_tool_result_tokens_stay_masked_and_means_hold(tiny, tmp_path) -> None:
+    trainer = make_trainer(tiny, tmp_path, SirasConfig(max_chunk_len=4, min_chunk_len=2))
+    trainer.model.train()
+    g, t = trainer.num_generations, 20
+    gen = torch.Generator().manual_seed(0)
+    out = {
+        "prompt_ids": torch.randint(3, 500, (g * 2, 5), generator=gen),
+        "prompt_mask": torch.ones(g * 2, 5, dtype=torch.long),
+        "completion_ids": torch.randint(3, 500, (g * 2, t), generator=gen),
+        "completion_mask": torch.ones(g * 2, t, dtype=torch.long),
+        "tool_mask": torch.ones(g * 2, t, dtype=torch.long),
+    }
+    out["completion_mask"][:, 16:] = 0  # padding after EOS
+    out["tool_mask"][:, 6:10] = 0  # a tool response inside the completion
+    rewards = torch.tensor([1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0])  # one normal, one all-wrong group
+    adv = torch.tensor([1.0, -1.0, -1.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+    out["advantages"] = adv
+    trainer._siras_rewards = rewards
+    shaped, stats, _ = trainer._siras_shape(out)
+    valid = (out["completion_mask"] * out["tool_mask"]).bool()
+    assert (shaped[~valid] == 0).all()
+    assert stats.kinds == ["normal", "all_wrong"]
+    for i in range(g * 2):
+        assert float(shaped[i][valid[i]].mean()) == pytest.approx(float(adv[i]), abs=1e-5)
