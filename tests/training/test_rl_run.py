@@ -71,8 +71,10 @@ def _cfg(tmp_path, tiny_model_dir, **over) -> RLRunConfig:
     return RLRunConfig.model_validate(data)
 
 
-def test_one_rl_step_multi_turn_tools_changes_parameters(tmp_path, tiny_model_dir, questions, lexical_backend) -> None:
-    cfg = _cfg(tmp_path, tiny_model_dir)
+@pytest.mark.parametrize("method", ["siras", "grpo"])
+def test_one_rl_step_multi_turn_tools_changes_parameters(method, tmp_path, tiny_model_dir, questions,
+                                                        lexical_backend) -> None:
+    cfg = _cfg(tmp_path, tiny_model_dir, advantage={"method": method})
     model, tok = load_model_and_tokenizer(tiny_model_dir)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     calls = patch_generate(model, tok)
@@ -88,6 +90,8 @@ def test_one_rl_step_multi_turn_tools_changes_parameters(tmp_path, tiny_model_di
     assert step["tools/call_frequency"] >= 2.5
     after = dict(trainer_params(res.final_dir))
     assert any(not torch.equal(after[n], before[n]) for n in before if n in after)
+    if method == "siras":  # the SIRAS trainer shaped (B, T) advantages over the multi-turn rollouts
+        assert "siras/mean_abs_adv" in step and step["siras/degenerate_frac"] == 0.0
 
 
 def trainer_params(path):

@@ -75,19 +75,14 @@ def rl_rows(questions: list[TrainingQuestion], context_budget: int) -> list[dict
 
 
 def trainer_class(method: str) -> type:
-    """TRL's GRPOTrainer, or the SIRAS subclass of the RL-core work (training.rl.trainer)."""
+    """TRL's GRPOTrainer, or the SIRAS subclass of the RL-core work (``training.rl.trainer``)."""
     if method == "grpo":
         from trl import GRPOTrainer
 
         return GRPOTrainer
-    try:
-        from training.rl import trainer as siras_trainer
-    except ImportError as exc:
-        raise RuntimeError(f"advantage.method='siras' needs training.rl.trainer ({exc})") from exc
-    for name in ("SirasGRPOTrainer", "SIRASGRPOTrainer", "SirasTrainer"):
-        if hasattr(siras_trainer, name):
-            return getattr(siras_trainer, name)
-    raise RuntimeError("training.rl.trainer defines no SIRAS trainer class")
+    from training.rl.trainer import SirasGRPOTrainer
+
+    return SirasGRPOTrainer
 
 
 class ScheduledSampler(Sampler[int]):
@@ -202,8 +197,10 @@ def build_rl_trainer(
     base = trainer_class(cfg.advantage.method)
     cls = with_schedule(base)
     kwargs: dict[str, Any] = {}
-    if cfg.advantage.method == "siras" and cfg.advantage.options:
-        kwargs["siras_config"] = cfg.advantage.options
+    if cfg.advantage.method == "siras":
+        from training.rl.siras import SirasConfig
+
+        kwargs["siras_config"] = SirasConfig.model_validate(cfg.advantage.options)
     trainer = cls(
         model=model,
         reward_funcs=[make_reward(scheduler, cfg.grpo.num_generations)],
