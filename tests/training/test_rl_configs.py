@@ -1,0 +1,56 @@
+"""Bundled accelerate and rollout configs parse, validate, and map onto TRL/accelerate fields."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from training.rl.configs import (
+    ACCELERATE_CONFIGS,
+    ROLLOUT_CONFIGS,
+    ConfigNotFoundError,
+    RolloutSettings,
+    accelerate_config_path,
+    load_accelerate_config,
+    load_rollout_settings,
+)
+
+
+@pytest.mark.parametrize("name", ACCELERATE_CONFIGS)
+def test_accelerate_configs_parse_with_accelerate(name: str) -> None:
+    from accelerate.commands.config.config_args import ClusterConfig
+
+    data = load_accelerate_config(name)
+    cfg = ClusterConfig.from_yaml_file(accelerate_config_path(name))  # accelerate's own loader
+    assert str(cfg.distributed_type).endswith(data["distributed_type"])
+    if name.startswith("deepspeed"):
+        assert cfg.deepspeed_config["zero_stage"] == int(name[-1])
+    if name == "fsdp":
+        assert cfg.fsdp_config["fsdp_version"] == 2
+
+
+@pytest.mark.parametrize("name", ROLLOUT_CONFIGS)
+def test_rollout_configs_map_onto_grpo_config(name: str) -> None:
+    from trl import GRPOConfig
+
+    kw = load_rollout_settings(name).grpo_kwargs()
+    fields = {f.name for f in dataclasses.fields(GRPOConfig)}
+    assert set(kw) <= fields
+    assert kw["use_vllm"] == (name != "hf_generate")
+    if name == "vllm_server":
+        assert kw["vllm_mode"] == "server" and kw["vllm_server_port"] == 8000
+
+
+def test_bad_configs_are_clear_errors(tmp_path) -> None:
+    with pytest.raises(ConfigNotFoundError):
+        load_accelerate_config("nope")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("distributed_type: WEIRD\nnum_processes: 2\n")
+    with pytest.raises(ValueError, match="distributed_type"):
+        load_accelerate_config(bad)
+    with pytest.raises(ValueError):
+        RolloutSettings(mode="server", server_base_url="localhost:8000")
+    own = tmp_path / "own.yaml"
+    own.write_text("mode: colocate\ngpu_memory_utilization: 0.5\n")
+    assert load_rollout_settings(own).grpo_kwargs()["vllm_gpu_memory_utilization"] == 0.5
