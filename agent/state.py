@@ -7,6 +7,7 @@ JSON values) is what the LangGraph graph stores and checkpoints. Nodes do
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field
@@ -49,7 +50,7 @@ class Counters(BaseModel):
 
 
 class RunState(BaseModel):
-    run_id: str
+    run_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
     question: str
     steps: list[Step] = Field(default_factory=list)
     memory: Memory = Field(default_factory=Memory)

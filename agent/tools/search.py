@@ -20,12 +20,11 @@ def snippet(text: str, limit: int) -> str:
 
 
 def make_search(ctx: ToolContext) -> Tool:
-    def search(query: str, top_k: int | None = None) -> ToolResult:
+    def search(query: str) -> ToolResult:
         """Search the corpus for evidence. Returns numbered passages with chunk ids [c:ID] and document ids.
 
         Args:
             query: a short, specific search query
-            top_k: how many passages to return (default from settings)
         """
         run, opts = ctx.run, ctx.options
         key = normalize_query(query)
@@ -39,8 +38,8 @@ def make_search(ctx: ToolContext) -> Tool:
                 "fold. Search for something different, read a chunk, or answer."
             )
         seen.append(run.next_step)
-        k = min(top_k or opts.search_top_k, 20)
-        result = ctx.backend.retrieve(query, top_k=max(k, 1))
+        k = opts.search_top_k
+        result = ctx.backend.retrieve(query, top_k=k)
         if not result.chunks:
             return ToolResult(content=f"No results for {query!r}. Try other keywords.")
         lines = [f"Results for {query!r} {DATA_NOTE}:"]

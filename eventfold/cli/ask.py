@@ -1,14 +1,212 @@
-"""`eventfold ask`."""
+"""`eventfold ask "question" [--corpus DIR | --index NAME] [--budget N] [--no-fold] ...`
+
+Indexes DIR through the EventRAG stack (incremental: unchanged files are skipped) into an index
+named after the directory unless --index is given, runs the research agent with streamed progress,
+prints the cited report and a footer (steps, tool calls, folds/unfolds, peak/final context tokens,
+wall time, model). Report and trajectory are saved under `<home>/runs/<run_id>/`.
+"""
 
 from __future__ import annotations
 
-import typer
+import re
+import time
+from pathlib import Path
+from typing import Any, Literal
 
-from eventfold.cli.common import not_built
+import typer
+from rich.markdown import Markdown
+from rich.table import Table
+
+from eventfold.cli.common import console, err_console, load_settings
+from eventfold.settings import Settings
+
+PACKAGED = ("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b")
+
+
+def index_name_for(corpus: Path) -> str:
+    name = re.sub(r"[^A-Za-z0-9_.-]", "-", corpus.resolve().name).lstrip(".") or "corpus"
+    return name[:64]
+
+
+def resolve_settings(
+    config: Path | None,
+    *,
+    corpus: Path | None,
+    index: str | None,
+    budget: int | None,
+    max_steps: int | None,
+    model: str | None,
+) -> Settings:
+    base = load_settings(config)
+    data: dict[str, Any] = base.model_dump()
+    if index or corpus:
+        data["index"] = index or index_name_for(corpus)  # type: ignore[arg-type]
+    if budget is not None:
+        data["budget"]["context_tokens"] = budget
+    if max_steps is not None:
+        data["budget"]["max_steps"] = max_steps
+    if model:
+        if model.endswith(".gguf"):
+            data["llm"]["model_path"] = Path(model).expanduser()
+        elif model in PACKAGED:
+            data["llm"]["packaged_model"] = model
+        else:
+            data["llm"]["model"] = model  # a model name on the OpenAI-compatible server
+    return load_settings(None, **data)
+
+
+def print_event(event: dict[str, Any]) -> None:
+    kind = event.get("type")
+    if kind == "context":
+        console.print(f"[dim]step {event['step']} · context {event['tokens']}/{event['budget']} tokens[/]")
+    elif kind == "tool_call":
+        args = ", ".join(f"{k}={v!r}" for k, v in event["arguments"].items())
+        console.print(f"  [cyan]→ {event['name']}[/]({args[:160]})", markup=True, highlight=False)
+    elif kind == "tool_result":
+        first = event["content"].splitlines()[0][:140] if event["content"] else ""
+        style = "red" if event["error"] else "dim"
+        console.print(f"    [{style}]{first}[/]", highlight=False)
+    elif kind in ("fold", "guard_fold"):
+        who = "budget guard" if kind == "guard_fold" else "agent"
+        extra = (
+            f" ({event['tokens_before']} → {event['tokens_after']} tokens)" if kind == "guard_fold" else ""
+        )
+        console.print(
+            f"  [magenta]fold {event['fold_id']}: steps {event['start']}-{event['end']} by {who}{extra}[/]"
+        )
+    elif kind == "unfold":
+        console.print(f"  [magenta]unfold {event['fold_id']}: steps {event['steps']}[/]")
+    elif kind == "invalid":
+        console.print(f"  [yellow]invalid turn (not a tool call): {event['text'][:100]!r}[/]")
+    elif kind == "forced_answer":
+        console.print(f"  [yellow]forced answer ({event['reason']}): {event['answer']}[/]")
+
+
+def footer(result: Any) -> Table:
+    c = result.run.counters
+    table = Table(show_header=False, box=None, pad_edge=False)
+    rows = [
+        ("steps", str(len(result.run.steps))),
+        ("tool calls", f"{c.tool_calls} ({c.tool_errors} errors)"),
+        ("folds / unfolds", f"{c.folds} + {c.guard_folds} by guard / {c.unfolds}"),
+        ("context tokens", f"peak {c.peak_context_tokens}, final {c.final_context_tokens}"),
+        ("LLM tokens processed", f"{c.prompt_tokens + c.completion_tokens} in {c.llm_calls} calls"),
+        ("wall time", f"{result.wall_s:.1f} s"),
+        ("model", result.model),
+    ]
+    for k, v in rows:
+        table.add_row(f"[bold]{k}[/]", v)
+    return table
 
 
 def register(app: typer.Typer) -> None:
     @app.command("ask")
-    def _cmd() -> None:
-        """Not built yet."""
-        not_built("eventfold ask")
+    def ask(
+        question: str = typer.Argument(..., help="The research question."),
+        corpus: Path | None = typer.Option(  # noqa: B008
+            None, "--corpus", help="Index this directory first (incremental)."
+        ),
+        index: str | None = typer.Option(None, "--index", help="Index name (default: the corpus dir name)."),
+        budget: int | None = typer.Option(None, "--budget", help="Context budget in tokens."),
+        no_fold: bool = typer.Option(
+            False, "--no-fold", help="Plain ReAct: no fold/unfold, no budget guard."
+        ),
+        max_steps: int | None = typer.Option(None, "--max-steps", help="Step cap before a forced answer."),
+        model: str | None = typer.Option(
+            None, "--model", help="GGUF path, packaged model name, or server model."
+        ),
+        fold_summary: str = typer.Option("llm", "--fold-summary", help="llm | deterministic"),
+        extract: str = typer.Option("auto", "--extract", help="Indexing extraction: auto | llm | rules."),
+        mode: str | None = typer.Option(
+            None, "--mode", help="Retrieval mode: naive | graph | event | agentic."
+        ),
+        report: str = typer.Option(
+            "short", "--report", help="short (answer + sources) | long (written report)."
+        ),
+        resume: str | None = typer.Option(None, "--resume", help="Continue an interrupted run by its id."),
+        config: Path | None = typer.Option(None, "--config", help="TOML settings file."),  # noqa: B008
+    ) -> None:
+        """Research a question with the fold/unfold agent and print a cited report."""
+        if corpus is not None and not corpus.is_dir():
+            err_console.print(f"[bold red]--corpus {corpus} is not a directory[/]")
+            raise typer.Exit(2)
+        if (
+            fold_summary not in ("llm", "deterministic")
+            or extract not in ("auto", "llm", "rules")
+            or report not in ("short", "long")
+            or mode not in (None, "naive", "graph", "event", "agentic")
+        ):
+            err_console.print("[bold red]bad option value[/] (see `eventfold ask --help`)")
+            raise typer.Exit(2)
+        settings = resolve_settings(
+            config, corpus=corpus, index=index, budget=budget, max_steps=max_steps, model=model
+        )
+        run_ask(
+            settings,
+            question,
+            corpus=corpus,
+            fold=not no_fold,
+            fold_summary=fold_summary,  # type: ignore[arg-type]
+            extract=extract,
+            mode=mode,
+            report_mode=report,
+            resume=resume,
+        )  # type: ignore[arg-type]
+
+
+def run_ask(
+    settings: Settings,
+    question: str,
+    *,
+    corpus: Path | None,
+    fold: bool,
+    fold_summary: Literal["llm", "deterministic"] = "llm",
+    extract: Literal["auto", "llm", "rules"] = "auto",
+    mode: str | None = None,
+    report_mode: Literal["short", "long"] = "short",
+    resume: str | None = None,
+) -> Any:
+    from agent.graph import AgentDeps
+    from agent.options import AgentInputError, RunOptions
+    from agent.runner import resume_run, run_agent, validate_question
+    from agent.search_backend import ModeBackend
+    from eventfold.llm.factory import make_chat_model
+    from eventfold.llm.types import LLMError
+    from eventfold.models import ModelNotFoundError
+    from eventrag.stack import open_stack
+
+    try:
+        if resume is None:
+            validate_question(question)
+        options = RunOptions.from_settings(
+            settings, fold=fold, fold_summary=fold_summary, report_mode=report_mode
+        )
+        t0 = time.perf_counter()
+        chat = make_chat_model(settings)
+        console.print(
+            f"[dim]model {chat.name} loaded in {time.perf_counter() - t0:.1f} s · index {settings.index}[/]"
+        )
+    except (AgentInputError, ModelNotFoundError, LLMError, ValueError) as exc:
+        err_console.print(f"[bold red]cannot start:[/] {exc}")
+        raise typer.Exit(2) from exc
+    with open_stack(settings, chat_model=chat, extract=extract) as stack:
+        if corpus is not None:
+            t0 = time.perf_counter()
+            with console.status(f"indexing {corpus} …"):
+                summary = stack.indexer.index_paths([corpus])
+            console.print(f"[dim]indexed {corpus} in {time.perf_counter() - t0:.1f} s: {summary}[/]"[:400])
+        deps = AgentDeps(model=chat, backend=ModeBackend(stack.retriever, mode))  # type: ignore[arg-type]
+        try:
+            if resume:
+                result = resume_run(resume, deps, options, settings.runs_dir, on_event=print_event)
+            else:
+                result = run_agent(question, deps, options, runs_dir=settings.runs_dir, on_event=print_event)
+        except AgentInputError as exc:
+            err_console.print(f"[bold red]cannot run:[/] {exc}")
+            raise typer.Exit(2) from exc
+    console.rule("report")
+    console.print(Markdown(result.report))
+    console.rule()
+    console.print(footer(result))
+    console.print(f"[dim]report: {result.report_path} · trajectory: {result.trajectory_path}[/]")
+    return result

@@ -134,3 +134,16 @@ def test_run_resumes_from_its_checkpoint(backend, tmp_path):
     res = resume_run("r1", deps, opts, tmp_path)
     assert res.run.answer == "Warsaw" and len(res.run.steps) == 2
     assert (tmp_path / "r1" / "report.md").is_file()
+
+
+def test_langgraph_json_points_to_the_graph_factory():
+    import importlib
+    import inspect
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = json.loads((root / "langgraph.json").read_text())
+    path, _, attr = spec["graphs"]["eventfold_agent"].partition(":")
+    module = importlib.import_module(path.removeprefix("./").removesuffix(".py").replace("/", "."))
+    factory = getattr(module, attr)
+    assert list(inspect.signature(factory).parameters) == ["config"]

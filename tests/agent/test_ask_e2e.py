@@ -1,0 +1,75 @@
+"""End to end: `eventfold ask --corpus examples/corpus` with the REAL local 0.5B model and the real
+EventRAG stack (embedded graph store, Milvus Lite, MiniLM embeddings; rule extraction to keep the
+indexing short). Checks that a report with at least one valid citation is produced."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL = Path.home() / ".cache" / "eventfold" / "models" / "qwen2.5-coder-0.5b.gguf"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_ask_produces_a_cited_report_with_the_real_local_model(tmp_path, monkeypatch):
+    if not MODEL.is_file():
+        pytest.fail(f"{MODEL} missing: run `eventfold model pull qwen2.5-coder-0.5b`")
+    from app import app
+    from eventfold.settings import Settings
+    from eventrag.stack import open_stack
+
+    monkeypatch.setenv("EVENTFOLD_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("EVENTFOLD_LLM__CACHE", "false")
+    question = (
+        "Which company made the pressure element fitted in the SeaGuard S2 units recalled in January 2015?"
+    )
+    args = [
+        "ask",
+        question,
+        "--corpus",
+        str(ROOT / "examples" / "corpus"),
+        "--model",
+        str(MODEL),
+        "--extract",
+        "rules",
+        "--max-steps",
+        "1",
+        "--fold-summary",
+        "deterministic",
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    assert "peak" in result.output and "wall time" in result.output and "qwen2.5-coder-0.5b" in result.output
+
+    runs = sorted((tmp_path / "home" / "runs").glob("*/report.md"))
+    assert len(runs) == 1
+    report = runs[0].read_text()
+    traj = json.loads((runs[0].parent / "trajectory.json").read_text())["state"]
+    assert traj["answer"] and traj["steps"]
+    sources = re.findall(r"^\d+\. `c:(\S+)` · doc `([^`]+)` · \*(.*)\*$", report, flags=re.M)
+    assert sources, report
+    assert re.search(r"\*\*Answer:\*\* .+\[1\]", report)
+    settings = Settings(index="corpus")
+    with open_stack(settings, extract="rules") as stack:
+        for chunk_id, doc_id, title in sources:
+            chunk = stack.retriever.get_chunk(chunk_id)
+            assert chunk is not None and chunk.doc_id == doc_id and (chunk.title or "(untitled)") == title
+    # token accounting: the recorded final context is what the model's own tokenizer counts for it
+    from agent.graph import AgentDeps, AgentGraph
+    from agent.options import RunOptions
+    from agent.state import RunState
+    from eventfold.llm.local_backend import LlamaCppChatModel
+
+    run = RunState.model_validate(traj)
+    model = LlamaCppChatModel(MODEL, n_ctx=2048)
+    counted = AgentGraph(
+        AgentDeps(model, backend=None), RunOptions(max_steps=1, fold_summary="deterministic")
+    ).count(run)  # type: ignore[arg-type]
+    assert counted == traj["counters"]["final_context_tokens"] > 0
+    assert traj["counters"]["peak_context_tokens"] >= counted
