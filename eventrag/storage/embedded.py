@@ -7,7 +7,6 @@ document, so ``delete_document`` touches only that document's rows. Deletes casc
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -64,7 +63,7 @@ CREATE TABLE IF NOT EXISTS edges(
     props TEXT NOT NULL,
     UNIQUE(src, type, dst)
 );
-CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst, type);
+CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst, type, src);
 CREATE TABLE IF NOT EXISTS edge_docs(
     eid INTEGER NOT NULL REFERENCES edges(eid) ON DELETE CASCADE,
     doc_id TEXT NOT NULL,
@@ -268,13 +267,11 @@ class SqliteGraphStore:
             for nid, id_, label, props in con.execute(
                 f"SELECT nid, id, label, props FROM nodes WHERE nid IN ({q})", part
             ):
-                out[nid] = Node.model_construct(
-                    id=id_,
-                    label=label,
-                    namespace=self.namespace,
-                    props=json.loads(props),
-                    doc_ids=docs.get(nid, []),
-                )
+                out[nid] = rules.build(
+                    Node,
+                    {"id": id_, "label": label, "namespace": self.namespace, "props": rules.loads(props),
+                     "doc_ids": docs.get(nid, [])},
+                )  # fmt: skip
         return out
 
     def _load_edges(self, con: sqlite3.Connection, where: str, params: Sequence[Any]) -> list[Edge]:
@@ -285,14 +282,17 @@ class SqliteGraphStore:
             params,
         ).fetchall()
         return [
-            Edge.model_construct(
-                src=src,
-                dst=dst,
-                type=EDGE_TYPES[t],
-                inferred=bool(inf),
-                props=json.loads(p),
-                doc_ids=json.loads(docs),
-            )
+            rules.build(
+                Edge,
+                {
+                    "props": rules.loads(p),
+                    "doc_ids": rules.loads(docs),
+                    "src": src,
+                    "dst": dst,
+                    "type": EDGE_TYPES[t],
+                    "inferred": bool(inf),
+                },
+            )  # fmt: skip
             for _, src, t, dst, inf, p, docs in rows
         ]
 

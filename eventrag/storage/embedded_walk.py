@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from eventrag.storage.base import EDGE_TYPES, Direction, ExpandedNode, Expansion
+from eventrag.storage.graph_rules import build
 
 if TYPE_CHECKING:
     from eventrag.storage.embedded import SqliteGraphStore
@@ -101,8 +102,9 @@ def walk(
         path.reverse()
         path_edges.reverse()
         out.append(
-            ExpandedNode.model_construct(
-                node=nodes[nid], hop=hop, seed=path[0], path=path, path_edges=path_edges
+            build(
+                ExpandedNode,
+                {"node": nodes[nid], "hop": hop, "seed": path[0], "path": path, "path_edges": path_edges},
             )
         )
     eids = [r[4] for r in rows if r[4] is not None]

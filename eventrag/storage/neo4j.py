@@ -6,7 +6,6 @@ transaction. Constraints and indexes are created on first use. Queries are in ``
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Self, TypeVar
@@ -49,7 +48,7 @@ def _set_map(props: dict[str, Any], indexed: bool) -> dict[str, Any]:
 
 
 def _props(raw: dict[str, Any]) -> dict[str, Any]:
-    return {k[len(_PREFIX) :]: json.loads(v) for k, v in raw.items() if k.startswith(_PREFIX)}
+    return {k[len(_PREFIX) :]: rules.loads(v) for k, v in raw.items() if k.startswith(_PREFIX)}
 
 
 class Neo4jGraphStore:
