@@ -1,19 +1,110 @@
-"""`eventfold train ...`."""
+"""`eventfold train sft-data|sft|rl --config run.toml [--dry-run]`.
+
+Run configs are TOML files (``training.config``; examples in ``training/configs/``). ``--dry-run``
+validates the config, the model folder, the questions and — for RL — the accelerate / DeepSpeed /
+FSDP launch files and TRL's batch arithmetic, prints the launch command and exits. A multi-process
+RL config (``launch.num_processes > 1`` or an accelerate config) is started through
+``accelerate launch -m training.launch rl``.
+"""
 
 from __future__ import annotations
 
+import os
+import subprocess
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
 
-from eventfold.cli.common import not_built
+from eventfold.cli.common import console, err_console
 
 app = typer.Typer(no_args_is_help=True)
+
+ConfigOpt = Annotated[Path, typer.Option("--config", "-c", help="run config (TOML)", exists=False)]
+DryOpt = Annotated[bool, typer.Option("--dry-run", help="validate config, data and launch files; do not train")]
 
 
 @app.callback()
 def _group() -> None:
-    """train commands."""
+    """Train the agent: SFT data from a teacher, SFT, then RL (GRPO + SIRAS) in the research environment."""
 
 
-@app.command("todo", hidden=True)
-def _todo() -> None:
-    not_built("eventfold train")
+def _load(path: Path, kind: str) -> Any:
+    from training.config import ConfigError, RLRunConfig, SFTRunConfig, load_config
+
+    try:
+        return load_config(path, SFTRunConfig if kind == "sft" else RLRunConfig)
+    except ConfigError as exc:
+        err_console.print(f"[bold red]config error:[/] {exc}")
+        raise typer.Exit(2) from exc
+
+
+def _report_check(check: Any) -> None:
+    for note in check.notes:
+        console.print(f"  · {note}")
+    for problem in check.problems:
+        err_console.print(f"  [bold red]✗[/] {problem}")
+    console.print(f"launch: {' '.join(check.command)}")
+    if not check.ok:
+        raise typer.Exit(1)
+    console.print("[green]dry run ok[/]")
+
+
+@app.command("sft-data")
+def sft_data_cmd(config: ConfigOpt) -> None:
+    """Run the teacher agent on the training questions; keep correct trajectories with valid folds."""
+    from training.launch import build_sft_data
+
+    cfg = _load(config, "sft")
+    try:
+        manifest = build_sft_data(cfg)
+    except (ValueError, FileNotFoundError) as exc:
+        err_console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    console.print(
+        f"{manifest.accepted}/{manifest.trajectories} trajectories kept ({manifest.acceptance_rate:.0%}), "
+        f"{manifest.rows} rows, {manifest.folds} folds, {manifest.unfolds} unfolds -> {cfg.data_dir}"
+    )
+    if manifest.rejection_reasons:
+        console.print(f"rejected: {manifest.rejection_reasons}")
+
+
+@app.command("sft")
+def sft_cmd(config: ConfigOpt, dry_run: DryOpt = False) -> None:
+    """Supervised fine-tuning on the chat-with-tools dataset (assistant-only loss, optional LoRA)."""
+    from training.launch import check_sft, train_sft
+
+    cfg = _load(config, "sft")
+    if dry_run:
+        _report_check(check_sft(cfg))
+        return
+    try:
+        res = train_sft(cfg)
+    except (ValueError, FileNotFoundError) as exc:
+        err_console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    console.print(f"SFT: {res.global_step} steps on {res.rows} rows, loss {res.train_loss}; model -> {res.final_dir}")
+
+
+@app.command("rl")
+def rl_cmd(config: ConfigOpt, dry_run: DryOpt = False) -> None:
+    """GRPO with SIRAS advantages in the multi-turn research environment."""
+    from training.launch import check_rl_launch, train_rl
+
+    cfg = _load(config, "rl")
+    check = check_rl_launch(cfg, config)
+    if dry_run:
+        _report_check(check)
+        return
+    if not check.ok:
+        _report_check(check)
+    distributed = "LOCAL_RANK" in os.environ or "WORLD_SIZE" in os.environ
+    if check.command[0] == "accelerate" and not distributed:
+        console.print(f"starting: {' '.join(check.command)}")
+        raise typer.Exit(subprocess.call(check.command))
+    try:
+        res = train_rl(cfg)
+    except (ValueError, FileNotFoundError) as exc:
+        err_console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    console.print(f"RL: {res.global_step} steps; log {res.log_path}; model -> {res.final_dir}")

@@ -1,0 +1,226 @@
+"""Config-file entry points of the training pipeline (used by `eventfold train ...` and by
+`accelerate launch -m training.launch rl --config ...` on several GPUs).
+
+- ``build_sft_data``: questions + indexed corpus + teacher -> SFT dataset (``training.sft.data``);
+- ``train_sft``: ``training.sft.train.run_sft``;
+- ``train_rl``: questions + indexed corpus -> ``training.rl.run.run_rl``;
+- ``check_rl_launch`` / ``check_sft``: the dry run: validate the config, the model folder, the
+  questions, the accelerate / DeepSpeed / FSDP files and the batch arithmetic TRL requires, and
+  build the exact launch command, without training.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import BaseModel, Field
+
+from training.config import RLRunConfig, SFTRunConfig, load_config
+
+
+class LaunchCheck(BaseModel):
+    ok: bool
+    problems: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    world_size: int = 1
+    command: list[str] = Field(default_factory=list)
+
+
+# --- SFT ------------------------------------------------------------------------------------------
+
+
+def teacher_model(cfg: SFTRunConfig) -> Any:
+    from training.corpus import corpus_settings
+
+    if cfg.teacher.backend == "hf":
+        from trl.chat_template_utils import add_response_schema
+
+        from training.common.loading import load_model_and_tokenizer
+        from training.hf_chat import HFChatModel
+        from training.sft.train import ensure_model
+
+        model, tok = load_model_and_tokenizer(ensure_model(cfg.model))
+        return HFChatModel(add_response_schema(tok), model, name=f"hf:{cfg.model.path.name}")
+    from eventfold.llm.factory import make_chat_model
+
+    return make_chat_model(corpus_settings(cfg.corpus)) if cfg.corpus else make_chat_model(_settings())
+
+
+def _settings() -> Any:
+    from eventfold.settings import Settings
+
+    return Settings()
+
+
+def build_sft_data(cfg: SFTRunConfig) -> Any:
+    """Run the teacher agent on the configured questions and write the dataset to ``cfg.data_dir``."""
+    from agent.options import RunOptions
+    from training.corpus import corpus_settings, load_questions, open_backend
+    from training.sft.data import agent_run_fn, generate_trajectories, write_dataset
+
+    if cfg.questions is None or cfg.corpus is None:
+        raise ValueError("sft-data needs [questions] and [corpus] sections in the config")
+    questions, dataset = load_questions(cfg.questions)
+    options = RunOptions.from_settings(
+        corpus_settings(cfg.corpus), context_budget=cfg.teacher.context_budget, max_steps=cfg.teacher.max_steps
+    )
+    teacher = teacher_model(cfg)
+    with open_backend(cfg.corpus, dataset) as backend:
+        trajs = generate_trajectories(questions, agent_run_fn(backend, options), teacher, workers=cfg.teacher.workers)
+    return write_dataset(trajs, cfg.data_dir, source=str(cfg.questions.path), cfg=cfg.accept)
+
+
+def train_sft(cfg: SFTRunConfig) -> Any:
+    from training.sft.train import run_sft
+
+    return run_sft(cfg)
+
+
+def check_sft(cfg: SFTRunConfig) -> LaunchCheck:
+    problems, notes = [], []
+    if not (cfg.model.path / "config.json").is_file() and not cfg.model.build_tiny:
+        problems.append(f"model.path {cfg.model.path} holds no model (config.json) and build_tiny is off")
+    if not (cfg.data_dir / "train.jsonl").is_file():
+        notes.append(f"{cfg.data_dir}/train.jsonl does not exist yet: run `eventfold train sft-data` first")
+    if cfg.optim.bf16 and not torch.cuda.is_available():
+        notes.append("bf16 requested but no CUDA device here (fine for a GPU launch)")
+    cmd = [sys.executable, "-m", "training.launch", "sft", "--config", "<config>"]
+    return LaunchCheck(ok=not problems, problems=problems, notes=notes, command=cmd)
+
+
+# --- RL -------------------------------------------------------------------------------------------
+
+
+def train_rl(cfg: RLRunConfig) -> Any:
+    from training.corpus import load_questions, open_backend
+    from training.rl.run import run_rl
+
+    questions, dataset = load_questions(cfg.questions)
+    with open_backend(cfg.corpus, dataset) as backend:
+        return run_rl(cfg, questions, backend)
+
+
+def _accelerate_checks(path: Path, cfg: RLRunConfig, problems: list[str], notes: list[str]) -> int:
+    import yaml
+
+    if not path.is_file():
+        problems.append(f"launch.accelerate_config {path} does not exist")
+        return cfg.launch.num_processes
+    try:
+        acc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        problems.append(f"{path}: not valid YAML ({exc})")
+        return cfg.launch.num_processes
+    kind = acc.get("distributed_type", "NO")
+    if kind not in ("NO", "MULTI_GPU", "DEEPSPEED", "FSDP"):
+        problems.append(f"{path}: distributed_type {kind!r} is not NO, MULTI_GPU, DEEPSPEED or FSDP")
+    world = int(acc.get("num_processes", 1)) * int(acc.get("num_machines", 1))
+    if cfg.launch.num_processes not in (1, world):
+        problems.append(f"launch.num_processes={cfg.launch.num_processes} but {path.name} says {world} processes")
+    mixed = acc.get("mixed_precision", "no")
+    if mixed == "bf16" and not cfg.grpo.bf16:
+        notes.append(f"{path.name} uses bf16 mixed precision; grpo.bf16 is off")
+    if kind == "DEEPSPEED":
+        ds = acc.get("deepspeed_config") or {}
+        ds_file = ds.get("deepspeed_config_file")
+        if ds_file:
+            ds_path = (path.parent / ds_file) if not Path(ds_file).is_absolute() else Path(ds_file)
+            try:
+                ds_json = json.loads(ds_path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as exc:
+                problems.append(f"DeepSpeed config {ds_path}: {exc}")
+                ds_json = {}
+            for key, want in (("train_micro_batch_size_per_gpu", cfg.grpo.per_device_train_batch_size),
+                              ("gradient_accumulation_steps", cfg.grpo.gradient_accumulation_steps)):
+                got = ds_json.get(key, "auto")
+                if got != "auto" and got != want:
+                    problems.append(f"{ds_path.name}: {key}={got} but the run config says {want}")
+            stage = (ds_json.get("zero_optimization") or {}).get("stage")
+            notes.append(f"DeepSpeed ZeRO stage {stage}")
+        elif "zero_stage" not in ds:
+            problems.append(f"{path}: DEEPSPEED needs deepspeed_config.zero_stage or deepspeed_config_file")
+        else:
+            notes.append(f"DeepSpeed ZeRO stage {ds['zero_stage']}")
+        if importlib.util.find_spec("deepspeed") is None:
+            notes.append("deepspeed is not installed here (needed on the GPU machines)")
+    if kind == "FSDP":
+        fsdp = acc.get("fsdp_config") or {}
+        if not fsdp:
+            problems.append(f"{path}: FSDP needs an fsdp_config section")
+        if cfg.lora.enabled and fsdp.get("fsdp_use_orig_params") is False:
+            problems.append(f"{path}: LoRA under FSDP needs fsdp_use_orig_params: true")
+    return world
+
+
+def check_rl_launch(cfg: RLRunConfig, config_path: Path | None = None) -> LaunchCheck:
+    """Validate everything a (multi-GPU) RL launch needs, without loading the model or training."""
+    from trl import GRPOConfig
+
+    from training.rl.run import grpo_args
+
+    problems: list[str] = []
+    notes: list[str] = []
+    if not (cfg.model.path / "config.json").is_file() and not cfg.model.build_tiny:
+        problems.append(f"model.path {cfg.model.path} holds no model (config.json) and build_tiny is off")
+    try:
+        from training.corpus import load_questions
+
+        qs, _ = load_questions(cfg.questions)
+        notes.append(f"{len(qs)} training questions")
+    except (ValueError, OSError) as exc:
+        problems.append(f"questions: {exc}")
+    world = cfg.launch.num_processes
+    if cfg.launch.accelerate_config is not None:
+        world = _accelerate_checks(cfg.launch.accelerate_config, cfg, problems, notes)
+    g = cfg.grpo
+    global_batch = g.per_device_train_batch_size * world * g.gradient_accumulation_steps
+    if global_batch % g.num_generations:
+        problems.append(
+            f"generation batch {global_batch} (= {g.per_device_train_batch_size} per device x {world} processes x "
+            f"{g.gradient_accumulation_steps} accumulation) is not divisible by num_generations={g.num_generations}"
+        )
+    else:
+        notes.append(f"{global_batch // g.num_generations} prompts x {g.num_generations} rollouts per generation batch")
+    if g.use_vllm:
+        if importlib.util.find_spec("vllm") is None:
+            notes.append("vllm is not installed here (needed on the GPU machines)")
+        if g.vllm_mode == "server":
+            notes.append("vllm_mode=server: start `trl vllm-serve --model <model.path>` on the generation GPUs first")
+    if (g.bf16 or g.use_vllm) and not torch.cuda.is_available():
+        notes.append("bf16/vLLM need CUDA: fine for the GPU launch, not runnable on this machine")
+    try:
+        args: GRPOConfig = grpo_args(cfg)
+        notes.append(f"GRPOConfig valid (loss {args.loss_type}, steps_per_generation {args.steps_per_generation})")
+    except (ValueError, TypeError) as exc:
+        problems.append(f"GRPOConfig: {exc}")
+    cmd = [sys.executable, "-m", "training.launch", "rl", "--config", str(config_path or "<config>")]
+    if world > 1 or cfg.launch.accelerate_config is not None:
+        cmd = ["accelerate", "launch"]
+        if cfg.launch.accelerate_config is not None:
+            cmd += ["--config_file", str(cfg.launch.accelerate_config)]
+        cmd += ["--num_processes", str(world), "-m", "training.launch", "rl", "--config", str(config_path or "<config>")]
+    return LaunchCheck(ok=not problems, problems=problems, notes=notes, world_size=world, command=cmd)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m training.launch {sft,rl,sft-data} --config X`` (what `accelerate launch` runs)."""
+    p = argparse.ArgumentParser(prog="training.launch")
+    p.add_argument("what", choices=["sft", "rl", "sft-data"])
+    p.add_argument("--config", required=True, type=Path)
+    a = p.parse_args(argv)
+    if a.what == "rl":
+        print(train_rl(load_config(a.config, RLRunConfig)).model_dump_json(indent=1))
+    elif a.what == "sft":
+        print(train_sft(load_config(a.config, SFTRunConfig)).model_dump_json(indent=1))
+    else:
+        print(build_sft_data(load_config(a.config, SFTRunConfig)).model_dump_json(indent=1))
+
+
+if __name__ == "__main__":
+    main()
