@@ -12,7 +12,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from eventrag.storage.base import EDGE_TYPES, Direction, ExpandedNode, Expansion
+from eventrag.storage import graph_rules as rules
+from eventrag.storage.base import EDGE_TYPES, Direction, Edge, ExpandedNode, Expansion, Node
 from eventrag.storage.graph_rules import build
 
 if TYPE_CHECKING:
@@ -78,39 +79,48 @@ def walk(
     tail = " LIMIT ?" if limit else ""
     if limit:
         params.append(limit)
+    docs = "(SELECT json_group_array(doc_id) FROM {t} x WHERE x.{k} = {v})"
     rows = con.execute(
-        f"""{cte} SELECT w.nid, min(w.hop), w.parent, w.step, w.eid FROM walk w JOIN nodes n ON n.nid = w.nid
-            GROUP BY w.nid{having} ORDER BY 2, n.id{tail}""",
+        f"""{cte}, best AS (
+                SELECT w.nid, min(w.hop) AS hop, w.parent, w.step, w.eid, n.id, n.label, n.props
+                FROM walk w JOIN nodes n ON n.nid = w.nid GROUP BY w.nid{having} ORDER BY 2, n.id{tail})
+            SELECT b.nid, b.hop, b.parent, b.step, b.id, b.label, b.props, {docs.format(t="node_docs", k="nid", v="b.nid")},
+                   e.inferred, e.props, {docs.format(t="edge_docs", k="eid", v="b.eid")}
+            FROM best b LEFT JOIN edges e ON e.eid = b.eid ORDER BY b.hop, b.id""",
         params,
     ).fetchall()
-    nodes = store._load_nodes(con, [r[0] for r in rows])
+    ns, loads = store.namespace, rules.loads
     info = {r[0]: r for r in rows}
-    seed_of = {nid: sid for sid, nid in seed_nids.items()}
+    id_of = {nid: sid for sid, nid in seed_nids.items()} | {r[0]: r[4] for r in rows}
     out: list[ExpandedNode] = []
-    for nid, hop, *_ in rows:
-        path, path_edges, cur = [nodes[nid].id], [], info[nid]
+    edges: list[Edge] = []
+    for nid, hop, parent, step, id_, label, props, node_docs, inferred, eprops, edocs in rows:
+        node = build(
+            Node,
+            {"id": id_, "label": label, "namespace": ns, "props": loads(props), "doc_ids": loads(node_docs)},
+        )
+        if hop > 0:
+            kind = EDGE_TYPES[step if step >= 0 else -1 - step]
+            src, dst = (id_of[parent], id_) if step >= 0 else (id_, id_of[parent])
+            edges.append(
+                build(Edge, {"props": loads(eprops), "doc_ids": loads(edocs), "src": src, "dst": dst, "type": kind,
+                             "inferred": bool(inferred)})
+            )  # fmt: skip
+        path, path_edges, cur = [id_], [], info[nid]
         while cur[1] > 0:
             code = cur[3]
             path_edges.append(f"{EDGE_TYPES[code]}>" if code >= 0 else f"<{EDGE_TYPES[-1 - code]}")
-            parent_id = cur[2]
-            if parent_id in info:
-                cur = info[parent_id]
-                path.append(nodes[parent_id].id)
-            else:  # a seed left out of the result (neighbors())
-                path.append(seed_of[parent_id])
+            path.append(id_of[cur[2]])
+            if cur[2] not in info:  # a seed left out of the result (neighbors())
                 break
+            cur = info[cur[2]]
         path.reverse()
         path_edges.reverse()
         out.append(
             build(
                 ExpandedNode,
-                {"node": nodes[nid], "hop": hop, "seed": path[0], "path": path, "path_edges": path_edges},
+                {"node": node, "hop": hop, "seed": path[0], "path": path, "path_edges": path_edges},
             )
         )
-    eids = [r[4] for r in rows if r[4] is not None]
-    edges = []
-    for i in range(0, len(eids), 500):
-        part = eids[i : i + 500]
-        edges += store._load_edges(con, f"e.eid IN ({','.join('?' * len(part))})", part)
     edges.sort(key=lambda e: e.key)
-    return Expansion.model_construct(nodes=out, edges=edges)
+    return build(Expansion, {"nodes": out, "edges": edges})
