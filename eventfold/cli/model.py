@@ -48,7 +48,7 @@ def pull_cmd(
     except ModelFetchError as exc:
         err_console.print(f"[bold red]model pull failed:[/] {exc}")
         raise typer.Exit(1) from exc
-    console.print(f"[green]{name}[/] ready at {path} ({time.perf_counter() - started:.1f}s)")
+    console.print(f"[green]{name}[/] ready at {path} ({time.perf_counter() - started:.1f}s)", soft_wrap=True)
 
 
 @app.command("list")
@@ -58,11 +58,11 @@ def list_cmd(config: ConfigOpt = None) -> None:
 
     settings = load_settings(config)
     table = Table(title=f"packaged models ({settings.models_dir})")
-    for col in ("name", "model", "size", "sha256", "parts", "installed", "default"):
-        table.add_column(col)
+    for col in ("name", "size", "sha256", "installed", "default"):
+        table.add_column(col, no_wrap=True)
     for m in PACKAGED_MODELS.values():
         table.add_row(
-            m.name, m.title, f"{m.size / 1e6:,.0f} MB", m.sha256[:16] + "…", f"{m.package_prefix}1..{m.parts}",
+            m.name, f"{m.size / 1e6:,.0f} MB", m.sha256[:12] + "…",
             "yes" if is_installed(settings.models_dir, m) else ("unverified" if model_file(settings.models_dir, m.name).exists() else "no"),
             "*" if m.name == settings.llm.packaged_model else "",
         )

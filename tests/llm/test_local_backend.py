@@ -31,9 +31,14 @@ def model():
     settings = Settings()
     if not is_installed(settings.models_dir, PACKAGED_MODELS["qwen2.5-coder-0.5b"]):
         pytest.fail("run `eventfold model pull qwen2.5-coder-0.5b` first (the install script does)")
+    from eventfold.llm.factory import make_chat_model
     from eventfold.llm.local_backend import LlamaCppChatModel
 
-    return LlamaCppChatModel(settings.models_dir / "qwen2.5-coder-0.5b.gguf", n_ctx=2048, max_tokens=48)
+    model = make_chat_model(
+        Settings(llm={"packaged_model": "qwen2.5-coder-0.5b", "n_ctx": 2048, "max_tokens": 48}), cache=False
+    )
+    assert isinstance(model, LlamaCppChatModel) and model.name == "qwen2.5-coder-0.5b"
+    return model
 
 
 def assert_schema_valid(arguments: dict, schema: dict) -> None:
