@@ -38,15 +38,32 @@ class ReportWriter(Protocol):
 
 
 class AgentReportWriter:
-    """The research agent writes the report from the task's prompt (which names the blocked source)."""
+    """The research agent writes the report from the task's prompt (which names the blocked source).
 
-    def __init__(self, caller: AgentCaller) -> None:
+    Prompts longer than `max_prompt_chars` (the agent refuses questions over 4000 characters; two DRB
+    tasks are longer) are replaced by the judge's task text plus a one-line blocked-source notice.
+    The agent's report opens with the question as its title; that heading is replaced by the task's
+    short description, so the judge never reads the blocked source's URLs as part of the report."""
+
+    def __init__(self, caller: AgentCaller, max_prompt_chars: int = 4000) -> None:
         self.caller = caller
         self.name = caller.name
+        self.max_prompt_chars = max_prompt_chars
+
+    def prompt_for(self, task: DRBTask) -> str:
+        if len(" ".join(task.prompt.split())) <= self.max_prompt_chars:
+            return task.prompt
+        notice = f"\n\nDo not rely on or cite: {task.blocked.title}." if task.blocked else ""
+        return (task.task + notice)[: self.max_prompt_chars]
 
     def write(self, task: DRBTask) -> WrittenReport:
-        out = self.caller(task.prompt)
-        return WrittenReport(report=out.report or out.answer, stats=out.stats)
+        prompt = self.prompt_for(task)
+        out = self.caller(prompt)
+        report = out.report or out.answer
+        first, _, rest = report.partition("\n")
+        if first.startswith("# ") and " ".join(first[2:].split()) == " ".join(prompt.split()):
+            report = f"# {task.description or 'Report'}\n{rest}"
+        return WrittenReport(report=report, stats=out.stats)
 
 
 class FolderReportWriter:

@@ -65,3 +65,18 @@ def test_drb_end_to_end_agent_writer_scripted_judge(indexed, tmp_path, fixtures_
     o = summary["overall"]
     assert o["info_recall"] == pytest.approx(0.5) and o["analysis"] == 1.0 and o["presentation"] == 0.0
     assert o["total"] == pytest.approx(0.5) and o["blocked_rate"] == 0.0
+
+
+def test_agent_writer_shortens_long_prompts_and_drops_echoed_question(fixtures_dir):
+    task = load_tasks(fixtures_dir / "drb2" / "tasks_and_rubrics.jsonl", idx=[1])[0]
+    seen: list[str] = []
+
+    def fake_agent(prompt, settings, backend, chat_model, fold=True, **kw):
+        seen.append(prompt)
+        return {"answer": "a", "report": f"# {' '.join(prompt.split())}\n\nBody.", "stats": {"steps": 1}}
+
+    writer = AgentReportWriter(AgentCaller(fake_agent, None, None, None), max_prompt_chars=60)
+    written = writer.write(task)
+    assert seen[0].startswith(task.task[:40]) and len(seen[0]) <= 60
+    assert written.report == "# Tram line study\n\nBody." and written.stats == {"steps": 1}
+    assert AgentReportWriter(AgentCaller(fake_agent, None, None, None)).prompt_for(task) == task.prompt
