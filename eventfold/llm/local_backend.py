@@ -106,7 +106,7 @@ class LlamaCppChatModel:
         use_tools = bool(tools) and tool_choice != "none"
         if use_tools and json_schema is not None:
             raise LLMError("the local backend takes tools or json_schema in one call, not both")
-        wire = self._render(messages, tools if use_tools else None, json_schema)
+        wire = render_for_template(messages, tools if use_tools else None, json_schema, self._raw_actions)
         kwargs: dict[str, Any] = {
             "messages": wire,
             "temperature": self.temperature if temperature is None else temperature,
@@ -134,7 +134,8 @@ class LlamaCppChatModel:
         parsed = None
         if use_tools:
             call, thought = parse_action(text, tools or [])
-            self._remember(call.id, text)
+            with self._lock:
+                self._remember(call.id, text)
             message = Message(role="assistant", content=thought, tool_calls=[call])
         elif json_schema is not None:
             try:
@@ -153,7 +154,7 @@ class LlamaCppChatModel:
 
     def count_message_tokens(self, messages: list[Message], tools: list[ToolSpec] | None = None) -> int:
         """Exact for models with a chat template in the GGUF; else the contents plus 4 tokens a message."""
-        wire = self._render(messages, tools, None)
+        wire = render_for_template(messages, tools, None, self._raw_actions)
         if self._formatter is None:
             return sum(self.count_tokens(m["content"]) + 4 for m in wire) + 3
         prompt = self._formatter(messages=wire).prompt
@@ -166,32 +167,38 @@ class LlamaCppChatModel:
         while len(self._raw_actions) > _RAW_ACTIONS_KEPT:
             self._raw_actions.popitem(last=False)
 
-    def _render(
-        self, messages: list[Message], tools: list[ToolSpec] | None, json_schema: dict[str, Any] | None
-    ) -> list[dict[str, str]]:
-        """Plain role/content messages for the chat template: tools and schema go into the system prompt,
-        earlier tool calls become their JSON action text, tool results become user turns."""
-        extra = []
-        if tools:
-            extra.append(tools_instruction(tools))
-        if json_schema is not None:
-            extra.append(schema_instruction(json_schema))
-        out: list[dict[str, str]] = []
-        for m in messages:
-            if m.role == "assistant" and m.tool_calls:
-                parts = [self._raw_actions.get(c.id) or render_action(c) for c in m.tool_calls]
-                out.append({"role": "assistant", "content": "\n".join(parts)})
-            elif m.role == "tool":
-                out.append({"role": "user", "content": TOOL_RESULT.format(name=m.name or "tool", content=m.content)})
-            else:
-                out.append({"role": m.role, "content": m.content})
-        if extra:
-            addition = "\n\n".join(extra)
-            if out and out[0]["role"] == "system":
-                out[0] = {"role": "system", "content": f"{out[0]['content']}\n\n{addition}"}
-            else:
-                out.insert(0, {"role": "system", "content": addition})
-        return out
+
+def render_for_template(
+    messages: list[Message],
+    tools: list[ToolSpec] | None,
+    json_schema: dict[str, Any] | None,
+    raw_actions: dict[str, str] | None = None,
+) -> list[dict[str, str]]:
+    """Plain role/content messages for any chat template: the tools and the schema go into the system
+    prompt, earlier tool calls become their JSON action text (as the model wrote it when `raw_actions`
+    knows the call, so llama.cpp can reuse the cached prefix), tool results become user turns."""
+    raw_actions = raw_actions or {}
+    extra = []
+    if tools:
+        extra.append(tools_instruction(tools))
+    if json_schema is not None:
+        extra.append(schema_instruction(json_schema))
+    out: list[dict[str, str]] = []
+    for m in messages:
+        if m.role == "assistant" and m.tool_calls:
+            parts = [raw_actions.get(c.id) or render_action(c) for c in m.tool_calls]
+            out.append({"role": "assistant", "content": "\n".join(parts)})
+        elif m.role == "tool":
+            out.append({"role": "user", "content": TOOL_RESULT.format(name=m.name or "tool", content=m.content)})
+        else:
+            out.append({"role": m.role, "content": m.content})
+    if extra:
+        addition = "\n\n".join(extra)
+        if out and out[0]["role"] == "system":
+            out[0] = {"role": "system", "content": f"{out[0]['content']}\n\n{addition}"}
+        else:
+            out.insert(0, {"role": "system", "content": addition})
+    return out
 
 
 def auto_threads() -> int:

@@ -170,6 +170,8 @@ class OpenAIChatModel:
             try:
                 raw = self._request({**attempt, "messages": messages}, pass_bad_request=mode != "prompt")
             except openai.BadRequestError as exc:
+                if not _rejects_format(exc):
+                    raise LLMError(f"chat completion rejected by {self.base_url}: {exc}") from exc
                 log.warning("server rejected response_format=%s (%s); falling back", mode, str(exc)[:200])
                 continue
             self._structured_mode = mode
@@ -200,6 +202,16 @@ class OpenAIChatModel:
             model=raw.model or self.model,
             parsed=parsed,
         )
+
+
+_FORMAT_HINTS = ("response_format", "json_schema", "json_object", "schema", "structured", "guided", "grammar",
+                 "not supported", "unsupported", "not implemented")
+
+
+def _rejects_format(exc: Exception) -> bool:
+    """Whether a 400 is about the requested output format (not, say, an over-long prompt)."""
+    text = str(exc).lower()
+    return any(hint in text for hint in _FORMAT_HINTS) and "context length" not in text and "maximum context" not in text
 
 
 def _with_schema_prompt(wire: list[dict[str, Any]], schema: dict[str, Any]) -> list[dict[str, Any]]:

@@ -59,3 +59,24 @@ def test_parse_action_and_render_round_trip():
 def test_parse_action_reports_problems_as_tool_errors(text, needle):
     call, _ = parse_action(text, TOOLS)
     assert call.error and needle in call.error
+
+
+def test_local_rendering_of_a_trajectory():
+    from eventfold.llm.local_backend import render_for_template
+    from eventfold.llm.types import Message, ToolCall
+
+    call = ToolCall(id="c1", name="search", arguments={"query": "Acme"})
+    history = [
+        Message(role="system", content="Be brief."),
+        Message(role="user", content="Who founded Acme?"),
+        Message(role="assistant", tool_calls=[call]),
+        Message(role="tool", tool_call_id="c1", name="search", content="Maria Keller founded Acme."),
+    ]
+    wire = render_for_template(history, TOOLS, None, {"c1": '{"tool":"search","arguments":{"query":"Acme"}}'})
+    assert [m["role"] for m in wire] == ["system", "user", "assistant", "user"]
+    assert wire[0]["content"].startswith("Be brief.") and "- search: s" in wire[0]["content"]
+    assert wire[2]["content"] == '{"tool":"search","arguments":{"query":"Acme"}}'  # the raw text, for KV reuse
+    assert "Result of tool search" in wire[3]["content"] and "Maria Keller" in wire[3]["content"]
+    again = render_for_template(history[1:3], None, {"type": "object"})
+    assert again[0]["role"] == "system" and "JSON schema" in again[0]["content"]
+    assert again[2]["content"] == render_action(call)

@@ -149,6 +149,16 @@ def test_structured_output_falls_back_when_rejected(fake_openai):
     assert len(fake_openai.requests) == 3
 
 
+def test_other_bad_requests_do_not_downgrade_structured_output(fake_openai):
+    fake_openai.script = [fake_openai.error(400, "This model's maximum context length is 4096 tokens"),
+                          fake_openai.completion('{"year": 1999}')]
+    model = client(fake_openai)
+    with pytest.raises(LLMError, match="maximum context length"):
+        model.chat(USER, json_schema=SCHEMA)
+    assert model.chat(USER, json_schema=SCHEMA).parsed == {"year": 1999}
+    assert fake_openai.requests[1]["response_format"]["type"] == "json_schema"
+
+
 def test_missing_usage_is_counted_locally(fake_openai):
     fake_openai.script = [fake_openai.completion("Alice founded it.", usage=False)]
     resp = client(fake_openai).chat(USER)
