@@ -93,12 +93,11 @@ def chunk_document(doc: Document, config: ChunkingConfig | None = None) -> list[
         start, end = units[i][0], units[j - 1][1]
         body = text[start:end]
         cid = chunk_id_for(doc.doc_id, body)
-        if cid not in seen:  # identical windows in one doc (repeated text) are stored once
-            seen.add(cid)
-            chunks.append(
-                Chunk(chunk_id=cid, doc_id=doc.doc_id, title=doc.title, text=body,
-                      index=len(chunks), start_char=start, end_char=end)
-            )
+        if cid in seen:  # the same text twice in one document: the repeat is told apart by its position
+            cid = chunk_id_for(doc.doc_id, f"{len(chunks)}\x00{body}")
+        seen.add(cid)
+        chunks.append(Chunk(chunk_id=cid, doc_id=doc.doc_id, title=doc.title, text=body,
+                            index=len(chunks), start_char=start, end_char=end))
         if j >= len(units):
             break
         # next window starts so that it re-includes up to overlap_tokens of whole sentences

@@ -71,10 +71,16 @@ def _title_and_date(text: str, fallback_title: str) -> tuple[str, str | None]:
     return title, date
 
 
+def _join(sentences: list[str]) -> str:
+    """HotpotQA-style sentence lists carry their own leading spaces; others are joined with one."""
+    parts = [str(x) for x in sentences]
+    return ("".join(parts) if any(p[:1].isspace() for p in parts[1:]) else " ".join(parts)).strip()
+
+
 def _record_docs(obj: Any, rel: str) -> Iterator[Document]:
     if isinstance(obj, dict) and not any(k in obj for k in _TEXT_KEYS) and obj and \
             all(isinstance(v, (list, str)) for v in obj.values()):
-        obj = [{"title": k, "text": " ".join(v) if isinstance(v, list) else v} for k, v in obj.items()]  # {title: sentences}
+        obj = [{"title": k, "text": _join(v) if isinstance(v, list) else v} for k, v in obj.items()]  # {title: sentences}
     records = obj if isinstance(obj, list) else [obj]
     for i, rec in enumerate(records):
         if not isinstance(rec, dict):

@@ -9,6 +9,7 @@ an `EntityMerge`.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -33,6 +34,9 @@ class EntityIndex(Protocol):
     def nearest(self, vectors: np.ndarray, top_k: int) -> list[list[tuple[str, float]]]: ...
 
 
+_ORDINAL = re.compile(r"^(?:\d+|[ivxlc]+)$")
+
+
 def name_compatible(a: str, b: str) -> bool:
     na, nb = norm_name(a), norm_name(b)
     if not na or not nb:
@@ -40,6 +44,9 @@ def name_compatible(a: str, b: str) -> bool:
     if na == nb:
         return True
     ta, tb = set(na.split()), set(nb.split())
+    ordinals_a, ordinals_b = {t for t in ta if _ORDINAL.match(t)}, {t for t in tb if _ORDINAL.match(t)}
+    if ordinals_a != ordinals_b and ordinals_a and ordinals_b:
+        return False  # "Lothair I" is not "Lothair II", "Apollo 11" is not "Apollo 13"
     if ta <= tb or tb <= ta:
         shorter = min(ta, tb, key=len)
         # a lone short token ("ii", "the") is not enough evidence

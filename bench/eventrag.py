@@ -1,0 +1,182 @@
+"""EventRAG benchmark on the shared multi-hop corpora (2Wiki, HotpotQA-100, MuSiQue-100).
+
+Prints, side by side in one run: Recall@2/5/10 of gold passages for BM25, dense, dense+BM25 RRF and
+the eventfold modes naive/graph/event/agentic (agentic without an LLM: rule-based reflection), the
+extractor used, indexing cost (chunks/min, LLM calls per chunk, cache hit rate on re-index) and
+retrieval latency p50/p95 without LLM calls.
+
+    python bench/eventrag.py --dataset 2wiki --extract rules
+    python bench/eventrag.py --dataset 2wiki --extract llm --subset 10 --distractors 40   # small LLM subset
+
+`--subset N` keeps the first N questions and a corpus of all their gold passages plus a fixed random
+sample (seed 0) of `--distractors` other passages: the documented subset for LLM extraction on a CPU.
+Timings on a shared 2-core machine are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from eventfold.settings import Settings  # noqa: E402
+from eventrag.lexical import LexicalIndex  # noqa: E402
+from eventrag.schema import Document  # noqa: E402
+
+DATA = Path("/work/shared/data/multihop")
+KS = (2, 5, 10)
+MODES = ("naive", "graph", "event", "agentic")
+
+
+@dataclass
+class Question:
+    text: str
+    gold: set[str]  # doc ids
+
+
+def load(dataset: str, data_dir: Path) -> tuple[list[Document], list[Question]]:
+    if dataset == "2wiki":
+        corpus = json.loads((data_dir / "2wiki/2wikimultihopqa_corpus.json").read_text())
+        docs = [Document(doc_id=f"p{i}", title=p["title"], text=p["text"]) for i, p in enumerate(corpus)]
+        by_title: dict[str, set[str]] = {}
+        for d in docs:
+            by_title.setdefault(d.title, set()).add(d.doc_id)
+        qs = [json.loads(line) for line in (data_dir / "2wiki/2wiki_retrieval101.jsonl").read_text().splitlines() if line]
+        return docs, [Question(q["question"], {i for t in q["gold_titles"] for i in by_title.get(t, ())}) for q in qs]
+    if dataset == "hotpotqa":
+        corpus = json.loads((data_dir / "hotpotqa_train100/hotpotqa_train_corpus.json").read_text())
+        docs = [Document(doc_id=f"p{i}", title=t, text="".join(s).strip()) for i, (t, s) in enumerate(corpus.items())]
+        by_title = {d.title: {d.doc_id} for d in docs}
+        qs = json.loads((data_dir / "hotpotqa_train100/hotpotqa_train.json").read_text())
+        return docs, [Question(q["question"], {i for t, _ in q["supporting_facts"] for i in by_title.get(t, ())})
+                      for q in qs]
+    if dataset == "musique":
+        corpus = json.loads((data_dir / "musique_train100/musique_train_corpus.json").read_text())
+        docs = [Document(doc_id=f"p{i}", title=p["title"], text=p["text"]) for i, p in enumerate(corpus)]
+        by_key = {(d.title, d.text.strip()): d.doc_id for d in docs}
+        qs = json.loads((data_dir / "musique_train100/musique_train.json").read_text())
+        out = []
+        for q in qs:
+            gold = {by_key[(p["title"], p["paragraph_text"].strip())] for p in q["paragraphs"]
+                    if p["is_supporting"] and (p["title"], p["paragraph_text"].strip()) in by_key}
+            out.append(Question(q["question"], gold))
+        return docs, out
+    raise SystemExit(f"unknown dataset {dataset!r}")
+
+
+def subset(docs: list[Document], qs: list[Question], n: int, distractors: int) -> tuple[list[Document], list[Question]]:
+    qs = qs[:n]
+    gold = set().union(*(q.gold for q in qs))
+    rest = sorted(d.doc_id for d in docs if d.doc_id not in gold)
+    keep = gold | set(random.Random(0).sample(rest, min(distractors, len(rest))))
+    return [d for d in docs if d.doc_id in keep], qs
+
+
+def recall(ranked: list[str], gold: set[str], k: int) -> float:
+    top = list(dict.fromkeys(ranked))[:k]
+    return len(gold & set(top)) / len(gold) if gold else 0.0
+
+
+def rrf(*rankings: list[str], k: int = 60) -> list[str]:
+    score: dict[str, float] = {}
+    for r in rankings:
+        for i, d in enumerate(r):
+            score[d] = score.get(d, 0.0) + 1.0 / (k + i + 1)
+    return sorted(score, key=lambda d: -score[d])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataset", choices=["2wiki", "hotpotqa", "musique"], default="2wiki")
+    ap.add_argument("--data-dir", type=Path, default=DATA)
+    ap.add_argument("--extract", choices=["rules", "llm"], default="rules")
+    ap.add_argument("--model", default="qwen2.5-coder-0.5b", help="packaged GGUF used for --extract llm")
+    ap.add_argument("--subset", type=int, default=0, help="first N questions + their gold + distractors")
+    ap.add_argument("--distractors", type=int, default=40)
+    ap.add_argument("--graph", choices=["embedded", "neo4j"], default="embedded")
+    ap.add_argument("--home", type=Path, default=None, help="where indexes and the LLM cache go (default: temp)")
+    ap.add_argument("--json", type=Path, default=None, help="also write the results here")
+    args = ap.parse_args()
+
+    from eventrag.stack import open_stack
+
+    docs, qs = load(args.dataset, args.data_dir)
+    if args.subset:
+        docs, qs = subset(docs, qs, args.subset, args.distractors)
+    qs = [q for q in qs if q.gold]
+    home = args.home or Path(tempfile.mkdtemp(prefix="eventrag-bench-"))
+    llm = {"packaged_model": args.model, "n_ctx": 4096, "concurrency": 1}
+    settings = Settings(home=home, index=f"{args.dataset}-{args.extract}-{len(docs)}", llm=llm,
+                        graph={"backend": args.graph})
+    print(f"dataset={args.dataset} passages={len(docs)} questions={len(qs)} extract={args.extract}"
+          f"{' model=' + args.model if args.extract == 'llm' else ''} graph={args.graph} home={home}", flush=True)
+    res: dict[str, object] = {"dataset": args.dataset, "passages": len(docs), "questions": len(qs),
+                              "extract": args.extract, "model": args.model if args.extract == "llm" else None}
+    with open_stack(settings, extract=args.extract) as stack:
+        s = stack.indexer.index_documents(docs)
+        print(f"index: {s.docs_indexed} docs, {s.chunks} chunks, {s.events} events, {s.entities} entities, "
+              f"{s.entity_merges} merges, {s.edges} edges ({s.inferred_edges} inferred), {s.chunks_failed} failed, "
+              f"{s.llm_calls} LLM calls, {s.elapsed_s:.1f}s", flush=True)
+        res["index"] = s.model_dump(exclude={"skipped", "failures"})
+        res["chunks_per_min"] = s.chunks / s.elapsed_s * 60 if s.elapsed_s else 0.0
+        res["llm_calls_per_chunk"] = s.llm_calls_per_chunk
+        if args.extract == "llm":  # re-index every chunk into a second namespace: all calls from the cache
+            stack2_settings = settings.model_copy(update={"index": settings.index + "-re"})
+            with open_stack(stack2_settings, extract="llm") as stack2:
+                s2 = stack2.indexer.index_documents(docs)
+            res["reindex_cache_hit_rate"] = s2.cache_hit_rate
+            res["reindex_s"] = s2.elapsed_s
+        # baselines over the same chunks
+        stack.retriever.chat_model = None  # latency and recall below are measured without LLM calls
+        lex = LexicalIndex.build(stack.graph)
+        chunk_doc = {n.id: n.props["doc_id"] for n in stack.graph.find_nodes("Chunk", limit=10_000_000)}
+        table: dict[str, dict[int, list[float]]] = {}
+        lat: dict[str, list[float]] = {}
+
+        def add(name: str, ranked_docs: list[str], q: Question) -> None:
+            for k in KS:
+                table.setdefault(name, {}).setdefault(k, []).append(recall(ranked_docs, q.gold, k))
+
+        for q in qs:
+            bm25 = [chunk_doc[c] for c, _ in lex.search(q.text, 30)]
+            add("BM25", bm25, q)
+            dense_docs: list[str] = []
+            for mode in MODES:
+                t0 = time.perf_counter()
+                r = stack.retriever.retrieve(q.text, mode=mode, top_k=10)
+                lat.setdefault(mode, []).append(time.perf_counter() - t0)
+                ranked = [c.doc_id for c in r.chunks]
+                if mode == "naive":
+                    dense_docs = ranked
+                    add("dense", ranked, q)
+                    add("dense+BM25 RRF", rrf(ranked, bm25), q)
+                else:
+                    add(f"eventfold {mode}", ranked, q)
+    rows = {name: {k: float(np.mean(v)) for k, v in ks.items()} for name, ks in table.items()}
+    best_base = max(rows[b][5] for b in ("BM25", "dense", "dense+BM25 RRF"))
+    print(f"\n{'system':<22}" + "".join(f"R@{k:<7}" for k in KS) + "R@5 vs best baseline")
+    for name, r in rows.items():
+        print(f"{name:<22}" + "".join(f"{r[k]:<9.3f}" for k in KS) + f"{r[5] - best_base:+.3f}")
+    print("\nlatency (no LLM calls; shared 2-core machine, noisy):")
+    for mode, v in lat.items():
+        print(f"  {mode:<8} p50 {np.percentile(v, 50) * 1000:7.1f} ms   p95 {np.percentile(v, 95) * 1000:7.1f} ms")
+    print(f"\nindexing: {res['chunks_per_min']:.0f} chunks/min, {res['llm_calls_per_chunk']:.2f} LLM calls/chunk"
+          + (f", re-index cache hit rate {res['reindex_cache_hit_rate']:.0%}" if "reindex_cache_hit_rate" in res else ""))
+    res["recall"] = rows
+    res["latency_ms"] = {m: {"p50": float(np.percentile(v, 50) * 1000), "p95": float(np.percentile(v, 95) * 1000)}
+                         for m, v in lat.items()}
+    if args.json:
+        args.json.write_text(json.dumps(res, indent=2))
+
+
+if __name__ == "__main__":
+    main()
