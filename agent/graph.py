@@ -29,7 +29,7 @@ from agent.memory import Step, render_context
 from agent.options import RunOptions
 from agent.report import build_report
 from agent.state import AgentState, RunState
-from agent.tools import ExtraTool, ToolContext, build_registry
+from agent.tools import ExtraTool, ToolContext, ToolResult, build_registry
 from agent.tools.context import counted_chat
 from agent.tools.fold import apply_fold
 from agent.tools.repair import normalize_call, parse_text_call
@@ -196,7 +196,10 @@ class AgentGraph:
             _emit(
                 {"type": "tool_call", "step": run.next_step, "name": call.name, "arguments": call.arguments}
             )
-            out = registry.call(call.name, call.arguments)
+            if call.error:  # the backend could not use the call: the model sees why, the run goes on
+                out = ToolResult(content=f"error: {call.error}", error=True)
+            else:
+                out = registry.call(call.name, call.arguments)
             errors += int(out.error)
             for ev in out.evidence:
                 run.evidence.setdefault(ev.chunk_id, ev)

@@ -23,10 +23,17 @@ class Step(BaseModel):
 
 
 def step_messages(step: Step) -> list[Message]:
-    """The messages of one step as the model sees them: the assistant turn is labelled `[step n]`."""
+    """The messages of one step as the model sees them, labelled `[step n]`: on the first tool result
+    (backends that replay tool calls as bare JSON actions still show it), or on the assistant text of
+    a step without tool calls."""
     head = step.assistant.model_copy(deep=True)
-    head.content = f"[step {step.n}] {head.content}".rstrip()
-    return [head, *(m.model_copy(deep=True) for m in step.results)]
+    results = [m.model_copy(deep=True) for m in step.results]
+    label = f"[step {step.n}]"
+    if head.tool_calls and results:
+        results[0].content = f"{label} {results[0].content}"
+    else:
+        head.content = f"{label} {head.content}".rstrip()
+    return [head, *results]
 
 
 def step_text(step: Step) -> str:

@@ -46,7 +46,12 @@ def normalize_call(call: ToolCall, names: Iterable[str]) -> tuple[ToolCall, bool
         if isinstance(inner, dict):
             args = inner
     changed = name != call.name or args != call.arguments
-    return ToolCall(id=call.id, name=name, arguments=args), changed
+    error = call.error
+    if error and name in known and isinstance(args, dict) and (changed or "unknown tool" in error):
+        error = None  # the backend could not use the call as written; the repaired call is usable
+    return ToolCall(id=call.id, name=name, arguments=args, error=error), changed or (
+        error is None and bool(call.error)
+    )
 
 
 def _objects(text: str) -> Iterable[dict[str, Any]]:

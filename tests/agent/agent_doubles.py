@@ -39,7 +39,7 @@ def prompt_text(messages: list[Message], tools: list[ToolSpec] | None) -> str:
     return "\n".join(parts)
 
 
-Turn = tuple[str, dict[str, Any]] | str | Callable[[list[Message]], Any]
+Turn = tuple[str, dict[str, Any]] | str | ToolCall | Callable[[list[Message]], Any]
 
 
 class ScriptedChatModel:
@@ -93,6 +93,8 @@ class ScriptedChatModel:
             turn = turn(messages)
         if isinstance(turn, str):
             return ChatResponse(message=Message(role="assistant", content=turn), usage=usage)
+        if isinstance(turn, ToolCall):
+            return ChatResponse(message=Message(role="assistant", tool_calls=[turn]), usage=usage)
         name, args = turn
         call = ToolCall(id=f"call_{len(self.calls)}", name=name, arguments=args)
         return ChatResponse(message=Message(role="assistant", tool_calls=[call]), usage=usage)

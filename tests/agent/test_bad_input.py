@@ -116,3 +116,22 @@ def test_a_failing_backend_becomes_a_tool_error(backend):
     res = run_agent(Q, AgentDeps(model, backend), RunOptions())
     assert "ConnectionError: graph store down" in res.run.steps[0].results[0].content
     assert res.run.status == "answered"
+
+
+def test_calls_the_backend_flagged_as_unusable_become_errors_or_are_repaired(backend):
+    from agent.llm import ToolCall
+
+    model = ScriptedChatModel(
+        [
+            ToolCall(id="a", name="", error="the action was not valid JSON (truncated)"),
+            ToolCall(
+                id="b",
+                name="final_answer",
+                arguments={"answer": "Warsaw"},
+                error="unknown tool 'final_answer'",
+            ),
+        ]
+    )
+    res = run_agent(Q, AgentDeps(model, backend), RunOptions())
+    assert res.run.steps[0].results[0].content == "error: the action was not valid JSON (truncated)"
+    assert res.run.status == "answered" and res.run.answer == "Warsaw"
