@@ -50,13 +50,21 @@ class SirasConfig(BaseModel):
         0.1, gt=0.0, le=1.0, description="DTW band half-width as a fraction of the longer chunk sequence"
     )
     min_band: int = Field(2, ge=1, description="DTW band half-width lower bound in chunks")
+    max_partners: int = Field(
+        8,
+        ge=1,
+        description="leave-one-out match over at most this many siblings per rollout (a ring; "
+        "n − 1 when n − 1 <= max_partners) — bounds the pair count at large n",
+    )
     cluster: bool = Field(True, description="average-linkage clustering credits reordered shared chunks")
-    cluster_cut: float = Field(0.4, gt=0.0, lt=1.0, description="average-linkage cut height (1 − similarity)")
+    cluster_cut: float = Field(
+        0.25, gt=0.0, lt=1.0, description="average-linkage cut height (1 − similarity)"
+    )
     cluster_max_match: float = Field(
         0.8, gt=0.0, le=1.0, description="only chunks whose aligned match is below this are clustered"
     )
     cluster_max_chunks: int = Field(
-        1500, ge=2, description="cost cap: more candidate chunks than this and clustering is skipped"
+        800, ge=2, description="cost cap: more candidate chunks than this and clustering is skipped"
     )
 
     # 3. weights and multipliers

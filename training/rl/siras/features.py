@@ -1,5 +1,5 @@
-"""Chunk features: hashed uni+bigram vectors (similarity in [0, 1]), surprise profiles, JS divergence,
-and average-linkage clustering of chunks."""
+"""Chunk features: hashed uni+bigram vectors (similarity in [0, 1]), content hashes, surprise profiles,
+Jensen–Shannon divergence, and average-linkage clustering of chunks."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
 
 _MUL = np.uint64(0x9E3779B97F4A7C15)
+_R = np.uint64(0xBF58476D1CE4E5B9)
 
 
 def _hash(x: np.ndarray, dim: int) -> np.ndarray:
@@ -17,7 +18,7 @@ def _hash(x: np.ndarray, dim: int) -> np.ndarray:
 def chunk_vectors(
     token_ids: np.ndarray, chunk: np.ndarray, starts: np.ndarray, n_chunks: int, dim: int
 ) -> np.ndarray:
-    """(n_chunks, dim) L2-normalised bag of hashed unigrams + within-chunk bigrams.
+    """(n_chunks, dim) float32 L2-normalised bag of hashed unigrams + within-chunk bigrams.
 
     Non-negative vectors, so cosine similarity lies in [0, 1]; identical chunks have similarity 1.
     """
@@ -31,9 +32,17 @@ def chunk_vectors(
     return vec / np.maximum(norm, 1e-12)
 
 
-def similarity(vec_a: np.ndarray, vec_b: np.ndarray) -> np.ndarray:
-    """Cosine similarity of non-negative unit vectors, clipped to [0, 1]."""
-    return np.clip(vec_a @ vec_b.T, 0.0, 1.0)
+def chunk_hashes(token_ids: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """(n_chunks,) uint64 content hash of each chunk's exact token sequence (polynomial, wrap-around)."""
+    ids = np.asarray(token_ids, dtype=np.int64)
+    if ids.size == 0:
+        return np.zeros(0, dtype=np.uint64)
+    first = np.flatnonzero(starts)
+    pos = np.arange(ids.size) - np.repeat(first, np.diff(np.append(first, ids.size)))
+    with np.errstate(over="ignore"):
+        powers = np.cumprod(np.full(int(pos.max()) + 1, _R, dtype=np.uint64))
+        vals = (ids.astype(np.uint64) + np.uint64(1)) * powers[pos]
+        return np.add.reduceat(vals, first) ^ (np.diff(np.append(first, ids.size)).astype(np.uint64) * _MUL)
 
 
 def surprise_histograms(
@@ -62,20 +71,38 @@ def js_divergence(p_counts: np.ndarray, q_counts: np.ndarray, alpha: float = 0.5
     return np.where(empty, 1.0, np.clip(js, 0.0, 1.0))
 
 
-def average_linkage_labels(vec: np.ndarray, cut: float) -> np.ndarray:
+def average_linkage_labels(vec: np.ndarray, cut: float, keys: np.ndarray | None = None) -> np.ndarray:
     """Cluster chunks by average linkage on distance 1 − similarity, cut at ``cut``; (N,) labels.
 
-    Chunks with identical vectors are clustered once (duplicates sit at distance 0 and merge first, so
-    this gives the same clusters at any cut > 0) — repeated scaffolding makes this much cheaper.
+    Chunks with equal ``keys`` (content hashes; default: identical vectors) are clustered once —
+    duplicates sit at distance 0 and merge first, so this gives the same clusters at any cut > 0, and
+    repeated scaffolding makes it much cheaper.
     """
     n = vec.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    uniq, inverse = np.unique(vec, axis=0, return_inverse=True)
-    if uniq.shape[0] == 1:
+    if keys is None:
+        _, first, inverse = np.unique(vec, axis=0, return_index=True, return_inverse=True)
+    else:
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    if first.size == 1:
         return np.zeros(n, dtype=np.int64)
-    u = uniq.astype(np.float64)
+    u = vec[first].astype(np.float64)
     dist = np.clip(1.0 - u @ u.T, 0.0, 1.0)
-    iu = np.triu_indices(u.shape[0], k=1)
+    iu = np.triu_indices(first.size, k=1)
     labels = fcluster(linkage(dist[iu], method="average"), t=cut, criterion="distance")
     return labels[inverse.reshape(-1)].astype(np.int64)
+
+
+def same_label_pairs(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All ordered pairs (i, j), i != j, of items sharing a label (vectorised, no Python loop)."""
+    order = np.argsort(labels, kind="stable")
+    lab = labels[order]
+    _, gstart, gsize = np.unique(lab, return_index=True, return_counts=True)
+    size_of = np.repeat(gsize, gsize)
+    start_of = np.repeat(gstart, gsize)
+    left = np.repeat(np.arange(lab.size), size_of)
+    block = np.repeat(np.cumsum(size_of) - size_of, size_of)
+    right = np.repeat(start_of, size_of) + (np.arange(left.size) - block)
+    keep = left != right
+    return order[left[keep]], order[right[keep]]

@@ -19,11 +19,13 @@ import torch
 
 from training.rl.siras.chunking import StructureMarkers, chunk_index, chunk_starts
 from training.rl.siras.config import SirasConfig
-from training.rl.siras.dtw import dtw_batch, positional_path
+from training.rl.siras.dtw import band_columns, band_limits, dtw_banded
 from training.rl.siras.features import (
     average_linkage_labels,
+    chunk_hashes,
     chunk_vectors,
     js_divergence,
+    same_label_pairs,
     surprise_histograms,
 )
 
@@ -79,64 +81,118 @@ def group_weights(
     return GroupWeights(starts=starts, omega=omega, match=match, multipliers=mult)
 
 
+def partner_pairs(v: int, max_partners: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sibling pairs (a < b) compared: all of them, or a ring where each rollout meets ~max_partners."""
+    if v - 1 <= max_partners:
+        return np.triu_indices(v, k=1)
+    h = max(1, max_partners // 2)
+    j = np.repeat(np.arange(v), h)
+    k = (j + np.tile(np.arange(1, h + 1), v)) % v
+    pairs = np.unique(np.stack([np.minimum(j, k), np.maximum(j, k)], 1), axis=0)
+    return pairs[:, 0], pairs[:, 1]
+
+
+def _band_similarities(vec_all, uid, gidx_a, gidx_b, cols):
+    """(P, S, K) similarities of band cells: through the Gram matrix of unique chunks when shared
+    scaffolding makes that cheaper, else through per-pair (S × S) products, then cut to the band."""
+    p, size, _ = cols.shape
+    uniq, first = np.unique(uid, return_index=True)
+    if uniq.size**2 <= p * size * size:
+        vu = torch.from_numpy(vec_all[first])
+        gram = (vu @ vu.T).numpy()
+        gb = np.take_along_axis(uid[gidx_b], cols.reshape(p, -1), axis=1).reshape(cols.shape)
+        return gram[uid[gidx_a][..., None], gb]
+    tv = torch.from_numpy(vec_all)
+    full = torch.bmm(tv[torch.from_numpy(gidx_a)], tv[torch.from_numpy(gidx_b)].transpose(1, 2))
+    return np.take_along_axis(full.numpy(), cols, axis=2)
+
+
 def _weights(token_ids, lps, starts, chunks, n_ch, valid, config):
     size = int(n_ch.max())
     nb = len(config.surprise_bins) + 1
-    vec = [chunk_vectors(token_ids[j], chunks[j], starts[j], int(n_ch[j]), config.hash_dim) for j in valid]
-    has_lp = config.gate and all(lps[j] is not None for j in valid)
-    hist = [
-        surprise_histograms(lps[j] if has_lp else None, chunks[j], int(n_ch[j]), config.surprise_bins)
-        for j in valid
-    ]
     v = len(valid)
-    vec_pad = _pad(vec, size, 0.0)  # (v, S, D)
-    hist_pad = _pad(hist, size, 0.0)  # (v, S, nb)
     lens = n_ch[valid]
-    ia, ib = np.triu_indices(v, k=1)
-    tv = torch.from_numpy(vec_pad)
-    sims = torch.bmm(tv[ia], tv[ib].transpose(1, 2)).numpy().astype(np.float64).clip(0.0, 1.0)
-    sims[sims > 1.0 - 1e-6] = 1.0  # float32 round-off: identical chunks match exactly
+    vec_all = np.concatenate(
+        [chunk_vectors(token_ids[j], chunks[j], starts[j], int(n_ch[j]), config.hash_dim) for j in valid]
+    )
+    uid = np.unique(
+        np.concatenate([chunk_hashes(token_ids[j], starts[j]) for j in valid]), return_inverse=True
+    )[1]
+    offsets = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    ar = np.arange(size)[None, :]
+    gidx = np.where(ar < lens[:, None], offsets[:, None] + ar, 0)  # (v, S) global chunk index (0 = pad)
+    has_lp = config.gate and all(lps[j] is not None for j in valid)
+    ia, ib = partner_pairs(v, config.max_partners)
+    la, lb = lens[ia], lens[ib]
     if config.alignment == "dtw":
-        halfwidth = np.maximum(config.min_band, np.ceil(config.band * np.maximum(lens[ia], lens[ib])))
-        _, path = dtw_batch(1.0 - sims, lens[ia], lens[ib], halfwidth.astype(np.int64))
+        halfwidth = np.maximum(config.min_band, np.ceil(config.band * np.maximum(la, lb))).astype(np.int64)
+        lo, hi = band_limits(la, lb, size, halfwidth)
+        cols, _ = band_columns(lo, hi)
+        sims = _band_similarities(vec_all, uid, gidx[ia], gidx[ib], cols)
+        _, (pp, pa, pb, _) = dtw_banded(1.0 - np.clip(sims, 0.0, 1.0), lo, hi, la, lb)
     else:
-        path = positional_path(lens[ia], lens[ib], size)
-    pp, pa, pb = np.nonzero(path)  # aligned cells, ~2S per pair
-    on = sims[pp, pa, pb]
+        m = np.minimum(la, lb)
+        pp = np.repeat(np.arange(ia.size), m)
+        pa = pb = np.arange(pp.size) - np.repeat(np.cumsum(m) - m, m)
+    on = np.clip(np.einsum("nd,nd->n", vec_all[gidx[ia[pp], pa]], vec_all[gidx[ib[pp], pb]]), 0.0, 1.0)
+    on[on > 1.0 - 1e-6] = 1.0  # float32 round-off: identical chunks match exactly
     m_ab = np.zeros((ia.size, size))
     m_ba = np.zeros((ia.size, size))
     np.maximum.at(m_ab, (pp, pa), on)
     np.maximum.at(m_ba, (pp, pb), on)
-    if config.cluster:
-        # only chunks the alignment left poorly matched are clustered (shared ones already match)
+    count = (np.bincount(ia, minlength=v) + np.bincount(ib, minlength=v)).astype(np.float64)[:, None]
+
+    def mean_match() -> np.ndarray:
         msum = np.zeros((v, size))
         np.add.at(msum, ia, m_ab)
         np.add.at(msum, ib, m_ba)
-        cand = (msum / (v - 1) < config.cluster_max_match) & (np.arange(size)[None, :] < lens[:, None])
-        lab_pad = np.full((v, size), -1, dtype=np.int64)
-        if 2 <= cand.sum() <= config.cluster_max_chunks:
-            lab_pad[cand] = average_linkage_labels(vec_pad[cand], config.cluster_cut)
-            same = (lab_pad[ia][:, :, None] == lab_pad[ib][:, None, :]) & (lab_pad[ia][:, :, None] >= 0)
-            clus = np.where(same, sims, 0.0)
-            m_ab = np.maximum(m_ab, clus.max(axis=2))
-            m_ba = np.maximum(m_ba, clus.max(axis=1))
-    msum = np.zeros((v, size))
-    np.add.at(msum, ia, m_ab)
-    np.add.at(msum, ib, m_ba)
-    m = np.clip(msum / (v - 1), 0.0, 1.0)
-    d = (1.0 - m) ** config.gamma
+        return np.clip(msum / count, 0.0, 1.0)
+
+    if config.cluster:
+        _credit_clusters(mean_match(), vec_all, uid, gidx, lens, ia, ib, m_ab, m_ba, config)
+    d = (1.0 - mean_match()) ** config.gamma
     if has_lp:
+        hist = _pad([surprise_histograms(lps[j], chunks[j], int(n_ch[j]), config.surprise_bins) for j in valid],
+                    size, 0.0)  # fmt: skip
         pooled = np.zeros((v, size, nb))
-        np.add.at(pooled, (ia[pp], pa), hist_pad[ib[pp], pb])
-        np.add.at(pooled, (ib[pp], pb), hist_pad[ia[pp], pa])
-        js = js_divergence(hist_pad, pooled)
+        np.add.at(pooled, (ia[pp], pa), hist[ib[pp], pb])
+        np.add.at(pooled, (ib[pp], pb), hist[ia[pp], pa])
+        js = js_divergence(hist, pooled)
         g = config.gate_floor + (1.0 - config.gate_floor) * np.minimum(1.0, js / config.js_ref)
     else:
         g = np.ones_like(d)
     w = config.eps_w + (1.0 - config.eps_w) * d * g
+    m = mean_match()
     match = [np.ones(c) for c in n_ch]
     omega = [np.full(c, config.eps_w) for c in n_ch]
     for r, j in enumerate(valid):
         match[j] = m[r, : n_ch[j]]
         omega[j] = w[r, : n_ch[j]]
     return match, omega
+
+
+def _credit_clusters(m, vec_all, uid, gidx, lens, ia, ib, m_ab, m_ba, config) -> None:
+    """Raise s_{j→k}(c) to the best similarity with a chunk of k in c's average-linkage cluster.
+
+    Only chunks the alignment left poorly matched (m < cluster_max_match) are clustered: shared
+    scaffolding already matches, so this is where moved/reordered shared chunks are found."""
+    v, size = m.shape
+    cand = (m < config.cluster_max_match) & (np.arange(size)[None, :] < lens[:, None])
+    n_cand = int(cand.sum())
+    if n_cand < 2 or n_cand > config.cluster_max_chunks:
+        return
+    roll, ch = np.nonzero(cand)
+    g = gidx[roll, ch]
+    labels = average_linkage_labels(vec_all[g], config.cluster_cut, uid[g])
+    left, right = same_label_pairs(labels)
+    pair_id = np.full((v, v), -1, dtype=np.int64)
+    pair_id[ia, ib] = np.arange(ia.size)
+    pair_id[ib, ia] = np.arange(ia.size)
+    rl, rr = roll[left], roll[right]
+    pid = pair_id[rl, rr]
+    keep = (rl != rr) & (pid >= 0)
+    left, right, rl, rr, pid = left[keep], right[keep], rl[keep], rr[keep], pid[keep]
+    sim = np.clip(np.einsum("nd,nd->n", vec_all[g[left]], vec_all[g[right]]), 0.0, 1.0)
+    a_side = rl < rr
+    np.maximum.at(m_ab, (pid[a_side], ch[left][a_side]), sim[a_side])
+    np.maximum.at(m_ba, (pid[~a_side], ch[left][~a_side]), sim[~a_side])
