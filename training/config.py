@@ -118,9 +118,6 @@ class GRPOSection(_Strict):
     bf16: bool = False
     gradient_checkpointing: bool = False
     seed: int = 0
-    use_vllm: bool = False
-    vllm_mode: Literal["colocate", "server"] = "colocate"
-    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
 
 
 class AdvantageSection(_Strict):
@@ -131,9 +128,11 @@ class AdvantageSection(_Strict):
 
 
 class LaunchSection(_Strict):
-    """Multi-GPU launch: an accelerate config (DeepSpeed / FSDP) from training/rl/configs."""
+    """Multi-GPU launch and rollout generation, from the bundled configs of ``training.rl.configs``
+    (a name such as ``deepspeed_zero3`` / ``vllm_colocate``, or a path to a YAML file of the same kind)."""
 
-    accelerate_config: Path | None = None
+    accelerate_config: str | None = Field(None, description="single_gpu, multi_gpu_ddp, deepspeed_zero2/3, fsdp, or a path")
+    rollout: str = Field("hf_generate", description="hf_generate, vllm_colocate, vllm_server, or a path")
     num_processes: int = Field(1, ge=1)
 
 
@@ -162,11 +161,15 @@ class RLRunConfig(_Strict):
 C = TypeVar("C", SFTRunConfig, RLRunConfig)
 
 
+_PATH_KEYS = {"path", "output_dir", "data_dir", "settings_toml", "documents", "home"}
+_NAME_OR_PATH_KEYS = {"accelerate_config", "rollout"}  # a bundled config name, or a path
+
+
 def _resolve(data: Any, base: Path, key: str = "") -> Any:
-    path_keys = {"path", "output_dir", "data_dir", "settings_toml", "documents", "accelerate_config", "home"}
     if isinstance(data, dict):
         return {k: _resolve(v, base, k) for k, v in data.items()}
-    if isinstance(data, str) and key in path_keys:
+    looks_like_path = isinstance(data, str) and ("/" in data or data.endswith((".yaml", ".yml")))
+    if isinstance(data, str) and (key in _PATH_KEYS or (key in _NAME_OR_PATH_KEYS and looks_like_path)):
         p = Path(data).expanduser()
         return str(p if p.is_absolute() else (base / p))
     return data

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -106,47 +105,28 @@ def train_rl(cfg: RLRunConfig) -> Any:
         return run_rl(cfg, questions, backend)
 
 
-def _accelerate_checks(path: Path, cfg: RLRunConfig, problems: list[str], notes: list[str]) -> int:
-    import yaml
+def _accelerate_checks(name: str, cfg: RLRunConfig, problems: list[str], notes: list[str]) -> int:
+    from training.rl.configs import accelerate_config_path, load_accelerate_config
 
-    if not path.is_file():
-        problems.append(f"launch.accelerate_config {path} does not exist")
-        return cfg.launch.num_processes
     try:
-        acc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        problems.append(f"{path}: not valid YAML ({exc})")
+        path = accelerate_config_path(name)
+        acc = load_accelerate_config(name)
+    except (OSError, ValueError) as exc:  # missing file, bad YAML, bad distributed type / stage
+        problems.append(f"launch.accelerate_config: {exc}")
         return cfg.launch.num_processes
-    kind = acc.get("distributed_type", "NO")
-    if kind not in ("NO", "MULTI_GPU", "DEEPSPEED", "FSDP"):
-        problems.append(f"{path}: distributed_type {kind!r} is not NO, MULTI_GPU, DEEPSPEED or FSDP")
-    world = int(acc.get("num_processes", 1)) * int(acc.get("num_machines", 1))
+    kind = acc["distributed_type"]
+    world = int(acc["num_processes"]) * int(acc.get("num_machines", 1))
     if cfg.launch.num_processes not in (1, world):
-        problems.append(f"launch.num_processes={cfg.launch.num_processes} but {path.name} says {world} processes")
-    mixed = acc.get("mixed_precision", "no")
-    if mixed == "bf16" and not cfg.grpo.bf16:
+        notes.append(f"launch.num_processes={cfg.launch.num_processes} overrides {path.name}'s {world} processes")
+        world = cfg.launch.num_processes
+    if acc.get("mixed_precision") == "bf16" and not cfg.grpo.bf16:
         notes.append(f"{path.name} uses bf16 mixed precision; grpo.bf16 is off")
+    notes.append(f"{path.name}: {kind}, {world} processes")
     if kind == "DEEPSPEED":
         ds = acc.get("deepspeed_config") or {}
-        ds_file = ds.get("deepspeed_config_file")
-        if ds_file:
-            ds_path = (path.parent / ds_file) if not Path(ds_file).is_absolute() else Path(ds_file)
-            try:
-                ds_json = json.loads(ds_path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
-                problems.append(f"DeepSpeed config {ds_path}: {exc}")
-                ds_json = {}
-            for key, want in (("train_micro_batch_size_per_gpu", cfg.grpo.per_device_train_batch_size),
-                              ("gradient_accumulation_steps", cfg.grpo.gradient_accumulation_steps)):
-                got = ds_json.get(key, "auto")
-                if got != "auto" and got != want:
-                    problems.append(f"{ds_path.name}: {key}={got} but the run config says {want}")
-            stage = (ds_json.get("zero_optimization") or {}).get("stage")
-            notes.append(f"DeepSpeed ZeRO stage {stage}")
-        elif "zero_stage" not in ds:
-            problems.append(f"{path}: DEEPSPEED needs deepspeed_config.zero_stage or deepspeed_config_file")
-        else:
-            notes.append(f"DeepSpeed ZeRO stage {ds['zero_stage']}")
+        notes.append(f"DeepSpeed ZeRO stage {ds.get('zero_stage')}")
+        if ds.get("zero_stage") == 3 and cfg.lora.enabled:
+            notes.append("ZeRO-3 with LoRA: the merged model is gathered on save (zero3_save_16bit_model)")
         if importlib.util.find_spec("deepspeed") is None:
             notes.append("deepspeed is not installed here (needed on the GPU machines)")
     if kind == "FSDP":
@@ -166,8 +146,13 @@ def check_rl_launch(cfg: RLRunConfig, config_path: Path | None = None) -> Launch
 
     problems: list[str] = []
     notes: list[str] = []
+    multi = cfg.launch.accelerate_config is not None or cfg.launch.num_processes > 1
     if not (cfg.model.path / "config.json").is_file() and not cfg.model.build_tiny:
-        problems.append(f"model.path {cfg.model.path} holds no model (config.json) and build_tiny is off")
+        message = f"model.path {cfg.model.path} holds no model (config.json)"
+        if multi:  # the weights live on the GPU machines
+            notes.append(message + " here: it must exist on the launch machines")
+        else:
+            problems.append(message + " and build_tiny is off")
     try:
         from training.corpus import load_questions
 
@@ -187,23 +172,37 @@ def check_rl_launch(cfg: RLRunConfig, config_path: Path | None = None) -> Launch
         )
     else:
         notes.append(f"{global_batch // g.num_generations} prompts x {g.num_generations} rollouts per generation batch")
-    if g.use_vllm:
+    from training.rl.configs import load_rollout_settings
+
+    try:
+        rollout = load_rollout_settings(cfg.launch.rollout)
+    except (OSError, ValueError) as exc:
+        problems.append(f"launch.rollout: {exc}")
+        rollout = None
+    if rollout is not None and rollout.mode != "none":
         if importlib.util.find_spec("vllm") is None:
             notes.append("vllm is not installed here (needed on the GPU machines)")
-        if g.vllm_mode == "server":
-            notes.append("vllm_mode=server: start `trl vllm-serve --model <model.path>` on the generation GPUs first")
-    if (g.bf16 or g.use_vllm) and not torch.cuda.is_available():
+        if rollout.mode == "server":
+            notes.append("vLLM server mode: start `trl vllm-serve --model <model.path>` on the generation GPUs first")
+        if rollout.mode == "colocate" and rollout.tensor_parallel_size > world:
+            problems.append(f"vLLM tensor_parallel_size {rollout.tensor_parallel_size} > {world} processes")
+    if (g.bf16 or (rollout is not None and rollout.mode != "none")) and not torch.cuda.is_available():
         notes.append("bf16/vLLM need CUDA: fine for the GPU launch, not runnable on this machine")
     try:
-        args: GRPOConfig = grpo_args(cfg)
-        notes.append(f"GRPOConfig valid (loss {args.loss_type}, steps_per_generation {args.steps_per_generation})")
-    except (ValueError, TypeError) as exc:
+        args: GRPOConfig = grpo_args(cfg, world_size=world)
+        notes.append(f"GRPOConfig valid (loss {args.loss_type}, generation batch {args.generation_batch_size})")
+    except (ValueError, TypeError, OSError) as exc:
         problems.append(f"GRPOConfig: {exc}")
     cmd = [sys.executable, "-m", "training.launch", "rl", "--config", str(config_path or "<config>")]
     if world > 1 or cfg.launch.accelerate_config is not None:
         cmd = ["accelerate", "launch"]
         if cfg.launch.accelerate_config is not None:
-            cmd += ["--config_file", str(cfg.launch.accelerate_config)]
+            from training.rl.configs import accelerate_config_path
+
+            try:
+                cmd += ["--config_file", str(accelerate_config_path(cfg.launch.accelerate_config))]
+            except OSError:
+                cmd += ["--config_file", cfg.launch.accelerate_config]
         cmd += ["--num_processes", str(world), "-m", "training.launch", "rl", "--config", str(config_path or "<config>")]
     return LaunchCheck(ok=not problems, problems=problems, notes=notes, world_size=world, command=cmd)
 

@@ -5,7 +5,8 @@ tools over the indexed corpus); TRL's multi-turn tool loop generates, runs the t
 results (masked from the loss by ``tool_mask``) and generates again; ``research_reward`` scores each
 episode and logs its metrics; the trainer class is ``training.rl.trainer`` (SIRAS shaping of
 (B, T) advantages, issue 6) or TRL's plain ``GRPOTrainer`` (``advantage.method = "grpo"``). On GPU,
-``grpo.use_vllm`` turns on TRL's vLLM generation (colocate or server).
+``launch.rollout`` (``training.rl.configs``: ``vllm_colocate`` / ``vllm_server``) turns on TRL's vLLM
+generation.
 
 Logged every step (``log.jsonl`` in the output folder, TRL's names): ``reward``, ``episode/em``,
 ``episode/f1``, ``episode/folds``, ``episode/unfolds``, ``episode/peak_context_tokens``,
@@ -149,15 +150,19 @@ def make_reward(scheduler: Scheduler | None, group_size: int) -> Callable[..., l
     return research_episode_reward
 
 
-def grpo_args(cfg: RLRunConfig) -> Any:
+def grpo_args(cfg: RLRunConfig, world_size: int | None = None) -> Any:
+    """TRL's GRPOConfig. ``world_size`` (dry runs) fixes the generation batch TRL would derive from the
+    number of processes, so its divisibility checks run for the target launch."""
     from trl import GRPOConfig
 
     g = cfg.grpo
-    extra: dict[str, Any] = {}
-    if g.use_vllm:
-        extra.update(use_vllm=True, vllm_mode=g.vllm_mode, vllm_gpu_memory_utilization=g.vllm_gpu_memory_utilization)
+    from training.rl.configs import load_rollout_settings
+
+    extra: dict[str, Any] = load_rollout_settings(cfg.launch.rollout).grpo_kwargs()
     if g.gradient_checkpointing:
         extra["gradient_checkpointing"] = True
+    if world_size is not None:
+        extra["generation_batch_size"] = g.per_device_train_batch_size * world_size * g.gradient_accumulation_steps
     return GRPOConfig(
         output_dir=str(cfg.output_dir),
         num_generations=g.num_generations,
