@@ -130,20 +130,19 @@ class Neo4jGraphStore:
         return f"{self.namespace}:{node_id}"
 
     def _node(self, raw: dict[str, Any]) -> Node:
-        return Node.model_construct(
-            id=raw["id"],
-            label=raw["label"],
-            namespace=self.namespace,
-            props=_props(raw),
-            doc_ids=list(raw["doc_ids"]),
-        )
+        return rules.build(
+            Node,
+            {"id": raw["id"], "label": raw["label"], "namespace": self.namespace, "props": _props(raw),
+             "doc_ids": list(raw["doc_ids"])},
+        )  # fmt: skip
 
     @staticmethod
     def _edge(raw: dict[str, Any]) -> Edge:
         p = raw["props"]
-        return Edge.model_construct(
-            src=raw["src"], dst=raw["dst"], type=raw["type"], props=_props(p),
-            doc_ids=list(p.get("doc_ids", [])), inferred=bool(p.get("inferred", False)),
+        return rules.build(
+            Edge,
+            {"props": _props(p), "doc_ids": list(p.get("doc_ids", [])), "src": raw["src"], "dst": raw["dst"],
+             "type": raw["type"], "inferred": bool(p.get("inferred", False))},
         )  # fmt: skip
 
     # ------------------------------------------------------------------ writes
@@ -272,35 +271,36 @@ class Neo4jGraphStore:
     ) -> Expansion:
         seed_nodes = self.get_nodes(seeds) if include_seeds else []
         out = [
-            ExpandedNode.model_construct(node=n, hop=0, seed=n.id, path=[n.id], path_edges=[])
+            rules.build(ExpandedNode, {"node": n, "hop": 0, "seed": n.id, "path": [n.id], "path_edges": []})
             for n in seed_nodes
         ]
         room = (limit - len(out)) if limit else 2**62
-        edges: dict[tuple[str, str, str], Edge] = {}
+        edges: list[Edge] = []
         if hops > 0 and room > 0 and seeds:
-            timed = any(v is not None for v in window)
-            query = cy.expand(types, hops, direction, timed)
+            query = cy.expand(types, hops, direction, any(v is not None for v in window))
             params = {
                 "seeds": [self._uid(s) for s in seeds],
                 "limit": room,
                 "from": window[0],
                 "to": window[1],
             }
-            rows = self._read("expand", lambda tx: [r.data() for r in tx.run(query, params)])
-            for r in rows:
+            rows = self._read("expand", lambda tx: [r.values() for r in tx.run(query, params)])
+            trail: dict[str, tuple[list[str], list[str]]] = {s: ([s], []) for s in seeds}
+            for raw, hop, parent, kind, forward, rel in rows:
+                node = self._node(raw)
+                src, dst = (parent, node.id) if forward else (node.id, parent)
+                edges.append(self._edge({"src": src, "dst": dst, "type": kind, "props": rel}))
+                path, steps = trail[parent]
+                trail[node.id] = (path + [node.id], steps + [f"{kind}>" if forward else f"<{kind}"])
                 out.append(
-                    ExpandedNode.model_construct(
-                        node=self._node(r["n"]),
-                        hop=r["hop"],
-                        seed=r["seed"],
-                        path=r["path"],
-                        path_edges=r["steps"],
+                    rules.build(
+                        ExpandedNode,
+                        {"node": node, "hop": hop, "seed": path[0], "path": trail[node.id][0],
+                         "path_edges": trail[node.id][1]},
                     )
-                )
-                for e in r["edges"]:
-                    edge = self._edge(e)
-                    edges[edge.key] = edge
-        return Expansion.model_construct(nodes=out, edges=sorted(edges.values(), key=lambda e: e.key))
+                )  # fmt: skip
+        edges.sort(key=lambda e: e.key)
+        return rules.build(Expansion, {"nodes": out, "edges": edges})
 
     def expand(
         self,

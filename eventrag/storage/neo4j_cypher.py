@@ -87,17 +87,18 @@ def expand(types: tuple[str, ...] | None, hops: int, direction: str, timed: bool
         if timed
         else ""
     )
+    # each node once, at its shortest hop; only its parent and the edge from the parent travel back
+    # (paths are rebuilt client-side from parent pointers, so every path is consistent with the edges)
     return f"""
 MATCH (s:{BASE_LABEL}) WHERE s.uid IN $seeds
 MATCH p = (s){left}[{_rel(types)}*1..{hops}]{right}(n:{BASE_LABEL}){window}
 WITH n, p WHERE NOT n.uid IN $seeds
-WITH n, p ORDER BY length(p), [x IN nodes(p) | x.id]
+WITH n, p ORDER BY length(p)
 WITH n, head(collect(p)) AS p
 WITH n, p, length(p) AS hop ORDER BY hop, n.id LIMIT $limit
-RETURN properties(n) AS n, hop, nodes(p)[0].id AS seed, [x IN nodes(p) | x.id] AS path,
-       [i IN range(0, length(p) - 1) | CASE WHEN startNode(relationships(p)[i]) = nodes(p)[i]
-            THEN type(relationships(p)[i]) + '>' ELSE '<' + type(relationships(p)[i]) END] AS steps,
-       [r IN relationships(p) | {EDGE_MAP}] AS edges"""
+WITH n, hop, nodes(p)[-2] AS parent, relationships(p)[-1] AS r
+RETURN properties(n) AS n, hop, parent.id AS parent, type(r) AS type, startNode(r) = parent AS forward,
+       properties(r) AS r"""
 
 
 def find_nodes(label: bool, name: bool, contains: bool, doc: bool) -> str:
