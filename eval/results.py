@@ -49,8 +49,13 @@ class ResultsStore:
 
     def append(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, ensure_ascii=False, default=str)
-        with self._lock, self.path.open("a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
+        with self._lock, self.path.open("a+b") as fh:
+            fh.seek(0, os.SEEK_END)
+            if fh.tell() > 0:
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":  # a torn last line: start on a fresh one
+                    fh.write(b"\n")
+            fh.write((line + "\n").encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
 

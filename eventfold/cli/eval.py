@@ -86,6 +86,15 @@ def multihop_cmd(
     distractors: Annotated[
         int, typer.Option("--distractors", min=0, help="Extra passages with --corpus questions.")
     ] = 0,
+    corpus_questions: Annotated[
+        int | None,
+        typer.Option(
+            "--corpus-questions",
+            min=1,
+            help="With --corpus questions: build it from the first N questions (default: --limit), "
+            "so runs with different --limit share one index.",
+        ),
+    ] = None,
     extract: ExtractOpt = "auto",
     no_answer: Annotated[
         bool, typer.Option("--no-answer", help="Retrieval metrics only (no reader).")
@@ -113,12 +122,14 @@ def multihop_cmd(
         _fail("--no-fold applies to --mode agent only")
     settings = load_settings(config)
     try:
-        ds = resolve_dataset(dataset, data_dir).select(limit)
+        full = resolve_dataset(dataset, data_dir)
     except DatasetFormatError as exc:
         _fail(str(exc))
         return
+    ds = full.select(limit)
     extract_mode = extract if extract != "auto" else ("rules" if mode == "naive" else "llm")
-    passages = select_passages(ds, ds.examples, corpus, distractors)  # type: ignore[arg-type]
+    corpus_from = full.select(corpus_questions or limit).examples
+    passages = select_passages(full, corpus_from, corpus, distractors)  # type: ignore[arg-type]
     out_dir = out or settings.runs_dir / "eval" / "multihop" / ds.name
     wants_answers = not (no_answer or ds.retrieval_only)
     with ExitStack() as stack_cm:
