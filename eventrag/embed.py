@@ -171,7 +171,7 @@ class OpenAIEmbedder:
 
 def make_embedder(settings: Settings | EmbedSettings) -> Embedder:
     """The embedder the settings describe (accepts the whole `Settings` or its `embed` section)."""
-    embed = getattr(settings, "embed", settings)
+    embed: EmbedSettings = settings.embed if hasattr(settings, "embed") else settings  # type: ignore[assignment]
     if embed.backend == "openai":
         if not embed.base_url:
             raise EmbeddingError("embed.backend='openai' needs embed.base_url")

@@ -54,7 +54,7 @@ def parse_action(text: str, tools: list[ToolSpec]) -> tuple[ToolCall, str]:
         return ToolCall(id=call_id, name="", error=f"the action was not valid JSON ({exc})"), ""
     name = obj.get("tool")
     args = obj.get("arguments", {})
-    thought = obj.get("thought") if isinstance(obj.get("thought"), str) else ""
+    thought: str = obj["thought"] if isinstance(obj.get("thought"), str) else ""
     if not isinstance(name, str) or name not in names:
         error = f"unknown tool {name!r}; available tools: {', '.join(sorted(names))}"
         return ToolCall(id=call_id, name=str(name or ""), error=error), thought

@@ -121,7 +121,7 @@ class LlamaCppChatModel:
             kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
         with self._lock:
             try:
-                raw = self._llm.create_chat_completion(**kwargs)
+                raw: dict[str, Any] = self._llm.create_chat_completion(**kwargs)  # type: ignore[assignment]
             except ValueError as exc:  # e.g. prompt longer than n_ctx
                 raise LLMError(f"local model {self.name}: {exc}") from exc
         choice = raw["choices"][0]
