@@ -87,7 +87,10 @@ class SentenceTransformerEmbedder:
         if self._model is None:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            import transformers
             from sentence_transformers import SentenceTransformer
+
+            transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar in CLI output
 
             model = SentenceTransformer(str(self.model_path), device=self.device, local_files_only=True)
             get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
