@@ -80,3 +80,19 @@ def test_local_rendering_of_a_trajectory():
     again = render_for_template(history[1:3], None, {"type": "object"})
     assert again[0]["role"] == "system" and "JSON schema" in again[0]["content"]
     assert again[2]["content"] == render_action(call)
+
+
+@pytest.mark.parametrize(("idle", "expected"), [(0.0, 1), (0.4, 1), (0.6, 1), (1.6, 2), (2.0, 2), (9.0, 2)])
+def test_auto_threads_uses_the_idle_cores(monkeypatch, idle, expected):
+    from eventfold.llm import local_backend
+
+    monkeypatch.setattr(local_backend.os, "sched_getaffinity", lambda _pid: {0, 1})
+    monkeypatch.setattr(local_backend, "_idle_cores", lambda cpus, sample_s: idle)
+    assert local_backend.auto_threads() == expected
+
+
+def test_idle_cores_reads_proc_stat():
+    from eventfold.llm.local_backend import _idle_cores
+
+    idle = _idle_cores(2, 0.05)
+    assert idle is None or 0.0 <= idle <= 2.0
