@@ -71,8 +71,21 @@ def build_sft_data(cfg: SFTRunConfig) -> Any:
     )
     teacher = teacher_model(cfg)
     with open_backend(cfg.corpus, dataset) as backend:
-        trajs = generate_trajectories(questions, agent_run_fn(backend, options), teacher, workers=cfg.teacher.workers)
+        trajs = generate_trajectories(questions, agent_run_fn(backend, options), teacher,
+                                      workers=cfg.teacher.workers, on_done=_progress(cfg))
     return write_dataset(trajs, cfg.data_dir, source=str(cfg.questions.path), cfg=cfg.accept)
+
+
+def _progress(cfg: SFTRunConfig) -> Any:
+    from training.sft.data import judge
+
+    def report(traj: Any) -> None:
+        v = judge(traj, cfg.accept)
+        c = traj.run.counters
+        print(f"[teacher] {traj.question_id}: {'kept' if v.accepted else 'rejected'} ({v.reason}); "
+              f"{len(traj.run.steps)} steps, {c.folds} folds, peak {c.peak_context_tokens} tokens", flush=True)
+
+    return report
 
 
 def train_sft(cfg: SFTRunConfig) -> Any:

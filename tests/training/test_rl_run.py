@@ -71,10 +71,9 @@ def _cfg(tmp_path, tiny_model_dir, **over) -> RLRunConfig:
     return RLRunConfig.model_validate(data)
 
 
-@pytest.mark.parametrize("method", ["siras", "grpo"])
-def test_one_rl_step_multi_turn_tools_changes_parameters(method, tmp_path, tiny_model_dir, questions,
+def test_one_rl_step_multi_turn_tools_changes_parameters(tmp_path, tiny_model_dir, questions,
                                                         lexical_backend) -> None:
-    cfg = _cfg(tmp_path, tiny_model_dir, advantage={"method": method})
+    cfg = _cfg(tmp_path, tiny_model_dir, advantage={"method": "siras"})
     model, tok = load_model_and_tokenizer(tiny_model_dir)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     calls = patch_generate(model, tok)
@@ -90,8 +89,8 @@ def test_one_rl_step_multi_turn_tools_changes_parameters(method, tmp_path, tiny_
     assert step["tools/call_frequency"] >= 2.5
     after = dict(trainer_params(res.final_dir))
     assert any(not torch.equal(after[n], before[n]) for n in before if n in after)
-    if method == "siras":  # the SIRAS trainer shaped (B, T) advantages over the multi-turn rollouts
-        assert "siras/mean_abs_adv" in step and step["siras/degenerate_frac"] == 0.0
+    # the SIRAS trainer shaped (B, T) advantages over the multi-turn rollouts
+    assert "siras/mean_abs_adv" in step and step["siras/degenerate_frac"] == 0.0
 
 
 def trainer_params(path):
@@ -126,12 +125,15 @@ def test_scheduled_sampler_follows_the_scheduler(tmp_path, tiny_model_dir, quest
     assert rows[1]["answer"] == ["Mara Quill"] and rows[1]["qidx"] == 1
 
 
-def test_rl_step_with_adaptive_schedule(tmp_path, tiny_model_dir, questions, lexical_backend) -> None:
+def test_rl_steps_with_adaptive_schedule_plain_grpo(tmp_path, tiny_model_dir, questions, lexical_backend) -> None:
     cfg = _cfg(tmp_path, tiny_model_dir, schedule={"enabled": True, "n_clusters": 2, "update_every": 1},
-               grpo={"max_steps": 2})
+               grpo={"max_steps": 2}, advantage={"method": "grpo"})
     model, tok = load_model_and_tokenizer(tiny_model_dir)
     patch_generate(model, tok)
     res = run_rl(cfg, questions, lexical_backend, model=model, tokenizer=tok)
     assert res.global_step == 2 and len(res.schedule_history) == 3  # initial choice + one per step
     logs = [json.loads(x) for x in res.log_path.read_text().splitlines()]
-    assert all("schedule/cluster" in x for x in logs if "reward" in x)
+    steps = [x for x in logs if "reward" in x]
+    assert len(steps) == 2 and all("schedule/cluster" in x for x in steps)
+    assert all(x["reward"] == pytest.approx(0.6, abs=1e-4) for x in steps)  # plain GRPO: no siras/ metrics
+    assert not any(k.startswith("siras/") for x in steps for k in x)

@@ -143,19 +143,27 @@ RunFn = Callable[[str, ChatModel], RunState]
 
 
 def generate_trajectories(
-    questions: Sequence[TrainingQuestion], run_fn: RunFn, teacher: ChatModel, *, workers: int = 1
+    questions: Sequence[TrainingQuestion],
+    run_fn: RunFn,
+    teacher: ChatModel,
+    *,
+    workers: int = 1,
+    on_done: Callable[[TeacherTrajectory], None] | None = None,
 ) -> list[TeacherTrajectory]:
     """Run the agent on each question with a recording wrapper around the teacher.
 
     ``run_fn(question, model)`` runs the real agent and returns its final `RunState` (see
-    ``agent_run_fn``)."""
+    ``agent_run_fn``); ``on_done`` sees each finished trajectory (progress)."""
 
     def one(q: TrainingQuestion) -> TeacherTrajectory:
         rec = RecordingChatModel(teacher)
         run = run_fn(q.question, rec)
-        return TeacherTrajectory(
+        traj = TeacherTrajectory(
             question_id=q.id, question=q.question, golds=q.golds, teacher=teacher.name, calls=rec.calls, run=run
         )
+        if on_done is not None:
+            on_done(traj)
+        return traj
 
     if workers <= 1:
         return [one(q) for q in questions]
