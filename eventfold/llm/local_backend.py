@@ -135,6 +135,8 @@ class LlamaCppChatModel:
         parsed = None
         if use_tools:
             call, thought = parse_action(text, tools or [])
+            if choice.get("finish_reason") == "length":
+                call.error = f"the action was cut off at max_tokens ({text[:120]!r}); send a shorter one"
             with self._lock:
                 self._remember(call.id, text)
             message = Message(role="assistant", content=thought, tool_calls=[call])

@@ -72,6 +72,13 @@ def test_constrained_tool_choice_is_a_valid_tool_call(model):
     assert_schema_valid(second.arguments, next(t for t in TOOLS if t.name == second.name).parameters)
 
 
+def test_a_cut_off_action_is_flagged(model):
+    messages = [Message(role="user", content="Search for the history of Acme Robotics in Zurich.")]
+    resp = model.chat(messages, tools=TOOLS, tool_choice="required", max_tokens=4)
+    [call] = resp.tool_calls
+    assert resp.finish_reason == "length" and call.error and "cut off" in call.error
+
+
 def test_json_schema_output_parses(model):
     schema = {"type": "object", "properties": {"founder": {"type": "string"}, "year": {"type": "integer"}},
               "required": ["founder", "year"]}
