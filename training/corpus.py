@@ -85,7 +85,17 @@ def open_backend(corpus: CorpusSection, dataset: Any = None) -> Iterator[Any]:
         from eval.multihop.corpus_index import open_indexed_stack, select_passages
 
         passages = select_passages(dataset, dataset.examples, "questions", corpus.distractors)
-        stack, _ = open_indexed_stack(settings, dataset, passages, extract="rules", chat_model=None)
+        if corpus.index:  # an index of our own (never shared with a concurrent evaluation run)
+            from eventrag.stack import open_stack
+
+            stack = open_stack(settings, extract="rules")
+            try:
+                stack.indexer.index_documents([p.to_document() for p in passages])
+            except BaseException:
+                stack.close()
+                raise
+        else:
+            stack, _ = open_indexed_stack(settings, dataset, passages, extract="rules", chat_model=None)
     else:
         if corpus.documents is None:
             raise QuestionsError("JSONL questions need corpus.documents (the files to index)")
