@@ -145,3 +145,45 @@ def test_failed_report_is_recorded_and_retried(fixtures_dir, tmp_path):
     (src / "1.md").write_text("now it exists")
     summary = run_drb(tasks, FolderReportWriter(src), RubricJudge(chat), out)
     assert summary["overall"]["total"] == 1.0
+
+
+def test_cli_drb_argument_checks_and_reports_only(fixtures_dir, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from app import app
+
+    monkeypatch.setenv("EVENTFOLD_HOME", str(tmp_path / "home"))
+    tasks = str(fixtures_dir / "drb2" / "tasks_and_rubrics.jsonl")
+    runner = CliRunner()
+    none = runner.invoke(app, ["eval", "drb", "--tasks", tasks])
+    assert none.exit_code == 2 and "exactly one of" in none.output
+    reports = tmp_path / "in"
+    reports.mkdir()
+    (reports / "1.md").write_text("# r\n")
+    both = runner.invoke(app, ["eval", "drb", "--tasks", tasks, "--reports", str(reports), "--index", "x"])
+    assert both.exit_code == 2
+    nomatch = runner.invoke(
+        app, ["eval", "drb", "--tasks", tasks, "--language", "fr", "--reports", str(reports)]
+    )
+    assert nomatch.exit_code == 2 and "no task" in nomatch.output
+    out = tmp_path / "out"
+    ok = runner.invoke(
+        app,
+        [
+            "eval",
+            "drb",
+            "--tasks",
+            tasks,
+            "--idx",
+            "1",
+            "--reports",
+            str(reports),
+            "--no-judge",
+            "--out",
+            str(out),
+        ],
+    )
+    assert ok.exit_code == 0, ok.output
+    assert (out / "reports" / "1.md").read_text() == "# r\n" and "folder:in" in (
+        out / "reports.jsonl"
+    ).read_text()
