@@ -84,7 +84,7 @@ class AgentGraph:
         changed = False
         while tokens > self.options.context_budget:
             last = len(run.steps) - self.options.keep_recent_steps
-            spans = run.memory.uncovered_spans(last)
+            spans = spare_fresh_unfolds(run, run.memory.uncovered_spans(last))
             if spans:
                 start, end = spans[0]
             else:
@@ -269,6 +269,26 @@ class AgentGraph:
     @staticmethod
     def after_tools(state: AgentState) -> str:
         return "report" if state.get("status") == "answered" else "guard"
+
+
+def spare_fresh_unfolds(run: RunState, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Cut out of the guard's candidate spans the steps the model unfolded in its latest step, so it
+    gets to read them before the guard may fold them again (partial reveals are never guard-folded
+    either: they sit inside an active fold)."""
+    fresh = [
+        f for f in run.memory.folds.values() if f.status == "unfolded" and f.unfolded_at == len(run.steps)
+    ]
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        for f in sorted(fresh, key=lambda f: f.start):
+            if f.end < start or f.start > end:
+                continue
+            if start < f.start:
+                out.append((start, f.start - 1))
+            start = f.end + 1
+        if start <= end:
+            out.append((start, end))
+    return out
 
 
 def short_answer(text: str) -> str:

@@ -41,6 +41,7 @@ class Fold(BaseModel):
     parent: str | None = None  # the fold that absorbed this one (nested folds)
     children: list[str] = Field(default_factory=list)  # active folds inside the range when folded
     revealed: list[int] = Field(default_factory=list)  # steps shown again by unfold(fold_id, section)
+    unfolded_at: int | None = None  # the step whose unfold call restored it (the guard spares it next turn)
     originals: list[Step] = Field(default_factory=list)  # verbatim copies of the folded steps
 
     @property

@@ -19,6 +19,7 @@ def make_unfold(ctx: ToolContext) -> Tool:
             fold, shown = ctx.run.memory.unfold(fold_id, section)
         except FoldError as exc:
             raise ToolError(str(exc)) from exc
+        fold.unfolded_at = ctx.run.next_step
         ctx.run.counters.unfolds += 1
         ctx.emit({"type": "unfold", "fold_id": fold.fold_id, "steps": shown, "section": section})
         where = f"steps {', '.join(map(str, shown))}" if section else f"steps {fold.start}-{fold.end}"

@@ -147,3 +147,34 @@ def test_langgraph_json_points_to_the_graph_factory():
     module = importlib.import_module(path.removeprefix("./").removesuffix(".py").replace("/", "."))
     factory = getattr(module, attr)
     assert list(inspect.signature(factory).parameters) == ["config"]
+
+
+def test_guard_spares_a_fold_the_model_just_unfolded(backend):
+    def script():
+        searches = [("search", {"query": q}) for q in ["Marie Curie", "Pierre Curie", "Warsaw Poland"]]
+        return ScriptedChatModel(
+            [
+                *searches,
+                ("fold", {"start_step": 1, "end_step": 3}),
+                ("unfold", {"fold_id": "F1"}),
+                ("answer", {"answer": "Warsaw"}),
+            ]
+        )
+
+    dry = run_agent(
+        Q, AgentDeps(script(), backend), RunOptions(fold_summary="deterministic", context_budget=100_000)
+    )
+    s = dry.run.counters.context_samples
+    budget = max(s[:5]) + 5  # everything fits until the unfold at step 5 brings steps 1-3 back
+    assert s[5] - 30 > budget
+    model = script()
+    res = run_agent(
+        Q, AgentDeps(model, backend), RunOptions(fold_summary="deterministic", context_budget=budget)
+    )
+    folds = res.run.memory.folds
+    assert folds["F1"].status == "unfolded" and folds["F1"].unfolded_at == 5
+    assert res.run.counters.guard_folds >= 1 and all(
+        f.start > 3 for f in folds.values() if f.origin == "guard"
+    )
+    turn_after_unfold = [c for c in model.calls if c["tools"]][5]["messages"]
+    assert any(m.content.startswith("[step 1]") for m in turn_after_unfold)  # the model saw the originals
