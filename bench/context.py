@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--distractors", type=int, default=100)
     ap.add_argument("--model", default=None, help="GGUF path for the local backend")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--table-only", action="store_true", help="print the table of the rows already in --out")
     args = ap.parse_args(argv)
 
     settings = Settings()
@@ -116,6 +117,19 @@ def main(argv: list[str] | None = None) -> int:
         )
     out = args.out or settings.home / "bench" / "context"
     out.mkdir(parents=True, exist_ok=True)
+    if args.table_only:
+        rows = [json.loads(line) for line in (out / "context.jsonl").read_text().splitlines()]
+        meta = {
+            "dataset": args.dataset,
+            "model": Path(args.model).stem if args.model else settings.llm.model,
+            "max_steps": args.max_steps,
+            "budget": args.budget,
+            "fold_summary": args.fold_summary,
+        }
+        text = table(rows, meta)
+        (out / "context.md").write_text(text)
+        print(text)
+        return 0
     dataset = resolve_dataset(args.dataset, args.data_dir).select(args.n)
     examples = [ex for ex in dataset.examples if ex.answers]
     passages = select_passages(dataset, examples, "questions", args.distractors)
