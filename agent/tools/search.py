@@ -33,9 +33,11 @@ def make_search(ctx: ToolContext) -> Tool:
         seen = run.queries.setdefault(key, [])
         if len(seen) > opts.max_repeat_queries:
             run.counters.repeated_queries += 1
+            first = run.steps[seen[0] - 1] if seen[0] <= len(run.steps) else None
+            hint = f"read(id={first.chunk_ids[0]!r}), " if first and first.chunk_ids else ""
             raise ToolError(
                 f"you already searched for {query!r} (step {seen[0]}); its results are in the context or a "
-                "fold. Search for something different, read a chunk, or answer."
+                f"fold. Next: {hint}a different search, or answer."
             )
         seen.append(run.next_step)
         k = opts.search_top_k
