@@ -16,6 +16,7 @@ from eventfold.llm.json_repair import JSONRepairError, parse_json_lenient
 from eventfold.llm.types import ChatModel, LLMError, Message
 from eventrag.dates import normalise_time
 from eventrag.prompts import (
+    ENTITY_TYPES,
     EXTRACTION_SYSTEM,
     REPAIR_SYSTEM,
     extraction_schema,
@@ -23,8 +24,6 @@ from eventrag.prompts import (
     repair_user,
 )
 from eventrag.schema import RELATION_TYPES, Chunk, ChunkExtraction, Entity, Event, Participant, Relation
-
-ENTITY_TYPES = ("PERSON", "ORGANIZATION", "LOCATION", "WORK", "OTHER")
 
 
 class Extractor(Protocol):

@@ -34,8 +34,10 @@ def event_node(ev: Event) -> Node:
 
 def event_text(ev: Event) -> str:
     parts = [ev.title]
-    if ev.description and ev.description != ev.title:
+    if ev.description and not ev.description.startswith(ev.title):
         parts.append(ev.description)
+    elif ev.description:
+        parts = [ev.description]
     if ev.time.raw:
         parts.append(f"({ev.time.raw})")
     if ev.location:

@@ -1,14 +1,160 @@
-"""`eventfold index`."""
+"""`eventfold index PATH...` (EventRAG indexing) and `eventfold retrieve "query"` (EventRAG retrieval).
+
+    eventfold index docs/ --extract rules --index mydocs            # embedded SQLite graph + Milvus Lite
+    eventfold index docs/ --graph neo4j                              # graph in Neo4j (graph.uri from settings)
+    eventfold index --delete docs/old.md --index mydocs              # remove one document
+    eventfold retrieve "Who led the repairs?" --mode event --index mydocs --top-k 5
+"""
 
 from __future__ import annotations
 
-import typer
+import json
+from pathlib import Path
+from typing import Annotated
 
-from eventfold.cli.common import not_built
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from eventfold.cli.common import console, err_console, load_settings
+from eventfold.settings import Settings
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML settings file.")]
+IndexOpt = Annotated[str | None, typer.Option("--index", "-i", help="Index name (default: settings `index`).")]
+GraphOpt = Annotated[
+    str | None, typer.Option("--graph", help="Graph store: embedded (SQLite file) | neo4j (graph.uri).")
+]
+MODES = ("naive", "graph", "event", "agentic")
+
+
+def _settings(config: Path | None, index: str | None, graph: str | None) -> Settings:
+    settings = load_settings(config, **({"index": index} if index else {}))
+    if graph:
+        if graph not in ("embedded", "neo4j"):
+            err_console.print(f"[bold red]--graph must be embedded or neo4j[/] (got {graph!r})")
+            raise typer.Exit(2)
+        settings = settings.model_copy(update={"graph": settings.graph.model_copy(update={"backend": graph})})
+    return settings
+
+
+def _model_configured(settings: Settings) -> bool:
+    if settings.llm.backend == "openai":
+        return True
+    from eventfold.models import local_model_path
+
+    try:
+        local_model_path(settings)
+    except Exception:
+        return False
+    return True
+
+
+def _open(settings: Settings, extract: str, with_llm: bool):  # type: ignore[no-untyped-def]
+    from eventrag.stack import open_stack
+    from eventrag.storage.errors import StorageError
+
+    chat = None
+    if with_llm:
+        from eventfold.llm.factory import make_chat_model
+
+        chat = make_chat_model(settings)
+    try:
+        return open_stack(settings, chat_model=chat, extract=extract)  # type: ignore[arg-type]
+    except StorageError as exc:
+        err_console.print(f"[bold red]cannot open the stores:[/] {exc}")
+        raise typer.Exit(1) from exc
 
 
 def register(app: typer.Typer) -> None:
     @app.command("index")
-    def _cmd() -> None:
-        """Not built yet."""
-        not_built("eventfold index")
+    def index_cmd(
+        paths: Annotated[list[Path] | None, typer.Argument(help="Files or folders (txt, md, json, jsonl, pdf).")] = None,
+        extract: Annotated[str, typer.Option("--extract", help="llm | rules | auto (llm when a model is set up).")] = "auto",
+        index: IndexOpt = None,
+        graph: GraphOpt = None,
+        delete: Annotated[list[str] | None, typer.Option("--delete", help="Remove this document id (repeatable).")] = None,
+        config: ConfigOpt = None,
+    ) -> None:
+        """Index documents into the EventRAG graph and vector stores (incremental and resumable)."""
+        if extract not in ("auto", "llm", "rules"):
+            err_console.print(f"[bold red]--extract must be llm, rules or auto[/] (got {extract!r})")
+            raise typer.Exit(2)
+        if not paths and not delete:
+            err_console.print("[bold red]give at least one PATH to index or --delete DOC_ID[/]")
+            raise typer.Exit(2)
+        for p in paths or []:
+            if not p.exists():
+                err_console.print(f"[bold red]{p} does not exist[/]")
+                raise typer.Exit(2)
+        settings = _settings(config, index, graph)
+        if extract == "auto":
+            extract = "llm" if _model_configured(settings) else "rules"
+        with _open(settings, extract, with_llm=extract == "llm") as stack:
+            for doc_id in delete or []:
+                ok = stack.indexer.delete(doc_id)
+                console.print(f"{'deleted' if ok else '[yellow]not indexed:[/]'} {doc_id}")
+            if not paths:
+                return
+            with Progress(TextColumn("[bold]indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                          TextColumn("{task.description}"), console=err_console, transient=True) as bar:
+                task = bar.add_task("", total=None)
+
+                def progress(done: int, total: int, current: str) -> None:
+                    bar.update(task, completed=done, total=total, description=current[-60:])
+
+                summary = stack.indexer.index_paths(paths, progress=progress)
+        table = Table(title=f"index '{settings.index}' ({settings.graph.backend} graph, {summary.extractor} extraction)")
+        table.add_column("what")
+        table.add_column("count", justify="right")
+        rows = [("documents seen", summary.docs_seen), ("indexed", summary.docs_indexed),
+                ("unchanged (skipped)", summary.docs_unchanged), ("resumed after a crash", summary.docs_resumed),
+                ("files skipped", len(summary.skipped)), ("chunks", summary.chunks),
+                ("chunks failed", summary.chunks_failed), ("events", summary.events), ("entities (new)", summary.entities),
+                ("entity merges", summary.entity_merges), ("edges", summary.edges),
+                ("inferred edges", summary.inferred_edges), ("LLM calls", summary.llm_calls),
+                ("LLM calls from cache", summary.llm_cached)]
+        for what, n in rows:
+            table.add_row(what, f"{n:,}")
+        table.add_row("time", f"{summary.elapsed_s:.1f}s")
+        console.print(table)
+        for s in summary.skipped:
+            err_console.print(f"[yellow]skipped[/] {s.reason}", soft_wrap=True)
+        for f in summary.failures:
+            err_console.print(f"[yellow]extraction failed[/] {f}", soft_wrap=True)
+
+    @app.command("retrieve")
+    def retrieve_cmd(
+        query: Annotated[str, typer.Argument(help="The question.")],
+        mode: Annotated[str, typer.Option("--mode", "-m", help="naive | graph | event | agentic.")] = "event",
+        top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=100)] = 5,
+        llm: Annotated[bool, typer.Option("--llm/--no-llm", help="Agentic mode: LLM decomposition/reflection.")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+        index: IndexOpt = None,
+        graph: GraphOpt = None,
+        config: ConfigOpt = None,
+    ) -> None:
+        """Retrieve evidence chunks for a question from an index built by `eventfold index`."""
+        if mode not in MODES:
+            err_console.print(f"[bold red]--mode must be one of {', '.join(MODES)}[/] (got {mode!r})")
+            raise typer.Exit(2)
+        if not query.strip():
+            err_console.print("[bold red]the query is empty[/]")
+            raise typer.Exit(2)
+        settings = _settings(config, index, graph)
+        with _open(settings, "rules", with_llm=llm) as stack:
+            if stack.graph.count()[0] == 0:
+                err_console.print(f"[yellow]index '{settings.index}' is empty: run `eventfold index PATH` first[/]")
+                raise typer.Exit(1)
+            result = stack.retriever.retrieve(query, mode=mode, top_k=top_k)  # type: ignore[arg-type]
+        if as_json:
+            console.print_json(json.dumps(result.model_dump()))
+            return
+        table = Table(title=f"{mode}: {len(result.chunks)} chunks, {result.rounds} round(s), "
+                            f"{result.llm_calls} LLM call(s), {result.elapsed_s * 1000:.0f} ms")
+        for col in ("#", "score", "document", "round", "path", "text"):
+            table.add_column(col, overflow="fold")
+        for i, c in enumerate(result.chunks, 1):
+            table.add_row(str(i), f"{c.score:.3f}", c.doc_id, str(c.round), " → ".join(c.path)[:160],
+                          (c.title + ": " if c.title else "") + c.text[:200].replace("\n", " "))
+        console.print(table)
+
