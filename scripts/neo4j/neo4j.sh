@@ -97,6 +97,11 @@ EOF
 EOF
 }
 
+lock() {  # one start/stop at a time (per EVENTFOLD_HOME); the server must not inherit this fd
+  exec 9>"$BASE/run/.lock"
+  flock -w 180 9 || die "another neo4j.sh start/stop holds $BASE/run/.lock for 180 s"
+}
+
 show_logs() {
   local f; for f in "$RUN/console.log" "$RUN/logs/neo4j.log" "$RUN/logs/debug.log"; do
     [[ -s "$f" ]] && { echo "--- tail of $f" >&2; tail -n 40 "$f" >&2; }
@@ -105,7 +110,7 @@ show_logs() {
 
 start() {
   mkdir -p "$BASE/run"
-  exec 9>"$BASE/run/.lock"; flock 9  # one start/stop at a time
+  lock
   if pid="$(running_pid)"; then echo "bolt://127.0.0.1:$(cat "$RUN/port")"; return; fi
   command -v java >/dev/null || die "java not found (Neo4j 5 needs Java 17 or 21)"
   fetch_jars
@@ -119,7 +124,7 @@ start() {
     --add-opens=java.base/sun.nio.ch=ALL-UNNAMED --add-opens=java.base/java.lang=ALL-UNNAMED \
     --enable-native-access=ALL-UNNAMED \
     -cp "$LIB/*" org.neo4j.server.CommunityEntryPoint --home-dir="$RUN" --config-dir="$RUN/conf" \
-    >"$RUN/console.log" 2>&1 </dev/null &
+    >"$RUN/console.log" 2>&1 </dev/null 9>&- &
   local pid=$!; echo "$pid" >"$RUN/pid"
   local waited=0
   until bolt_answers "$port"; do
@@ -136,7 +141,7 @@ start() {
 
 stop() {
   mkdir -p "$BASE/run"
-  exec 9>"$BASE/run/.lock"; flock 9
+  lock
   local pid; if ! pid="$(running_pid)"; then log "not running"; rm -rf "$RUN"; return 0; fi
   kill "$pid"
   local i; for i in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
