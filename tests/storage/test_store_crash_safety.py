@@ -90,3 +90,47 @@ def test_killed_writer_leaves_whole_batches_and_rerun_completes(
         with sqlite3.connect(target) as con:
             assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
             assert con.execute("PRAGMA foreign_key_check").fetchall() == []
+
+
+VEC_WRITER = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    from eventrag.storage.milvus import MilvusVectorStore
+    path, batches, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    store = MilvusVectorStore(path)
+    store.create_collection("crash", dim=8)
+    for b in range(batches):
+        ids = [f"v{b}_{i}" for i in range(size)]
+        vecs = np.full((size, 8), b + 1, dtype=np.float32) + np.arange(size, dtype=np.float32)[:, None]
+        store.upsert("crash", ids, vecs, [{"batch": b, "i": i} for i in range(size)])
+        print(f"batch {b}", flush=True)
+    store.flush("crash")
+    store.close()
+    print("done", flush=True)
+    """
+)
+
+
+def test_killed_milvus_lite_writer_recovers(tmp_path: Path) -> None:
+    from eventrag.storage.milvus import MilvusVectorStore
+
+    path, batches, size = str(tmp_path / "crash.db"), 8, 400
+    cmd = [sys.executable, "-c", VEC_WRITER, path, str(batches), str(size)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(2):
+        assert proc.stdout.readline().startswith("batch"), proc.stderr.read()[-2000:]
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    with MilvusVectorStore(path) as store:  # the dead writer's lock is gone; the WAL replays
+        n = store.count("crash")
+        assert 2 * size <= n < batches * size, n  # acknowledged upserts survived the kill
+        for rec in store.get("crash", ["v0_0", "v1_7"]):
+            b, i = rec.metadata["batch"], rec.metadata["i"]
+            assert rec.vector == [float(b + 1 + i)] * 8  # records are whole and consistent
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and out.stdout.strip().endswith("done"), out.stderr[-2000:]
+    with MilvusVectorStore(path) as store:
+        assert store.count("crash") == batches * size
+        assert store.count("crash", {"batch": 3}) == size
