@@ -22,7 +22,7 @@ def make_read(ctx: ToolContext) -> Tool:
         if not key:
             raise ToolError("id is empty; pass a chunk id from [c:ID] or a document id")
         run, limit = ctx.run, ctx.options.read_chars
-        chunk = ctx.backend.get_chunk(key) if section is None else None
+        chunk = ctx.backend.get_chunk(key)  # a chunk id wins; `section` only applies to documents
         if chunk is not None:
             ev = Evidence(
                 chunk_id=chunk.chunk_id,

@@ -135,3 +135,20 @@ def test_calls_the_backend_flagged_as_unusable_become_errors_or_are_repaired(bac
     res = run_agent(Q, AgentDeps(model, backend), RunOptions())
     assert res.run.steps[0].results[0].content == "error: the action was not valid JSON (truncated)"
     assert res.run.status == "answered" and res.run.answer == "Warsaw"
+
+
+def test_read_takes_chunk_ids_with_or_without_section_and_documents_by_part(backend):
+    model = ScriptedChatModel(
+        [
+            ("read", {"id": "c:d1#1", "section": 0}),
+            ("read", {"id": "d2", "section": 1}),
+            ("read", {"id": "d2", "section": 7}),
+            ("answer", {"answer": "1903", "citations": ["d1#1"]}),
+        ]
+    )
+    res = run_agent(Q, AgentDeps(model, backend), RunOptions())
+    out = [s.results[0].content for s in res.run.steps]
+    assert "Nobel Prize in Physics in 1903" in out[0] and res.run.steps[0].chunk_ids == ["d1#1"]
+    assert "married Marie" in out[1] and "born in Paris" not in out[1]
+    assert "has sections 0-1, not 7" in out[2]
+    assert "`c:d1#1` · doc `d1` · *Marie Curie*" in res.report
