@@ -12,7 +12,7 @@ def _fmt(value: object, digits: int) -> str:
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, float):
-        return f"{value:.{digits}f}"
+        return f"{value:.0f}" if abs(value) >= 100 else f"{value:.{digits}f}"  # counts: no decimals
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 

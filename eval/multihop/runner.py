@@ -132,21 +132,54 @@ def summarize(
         agg = aggregate(ok)
         agg["n_errors"] = len(recs) - len(ok)
         agg["mean_elapsed_s"] = sum(r.get("elapsed_s", 0.0) for r in ok) / len(ok) if ok else None
+        agg["stats"] = _mean_stats(ok)
         summary["runs"][run] = agg
     write_json(out_dir / "summary.json", summary)
     _write_tables(out_dir, summary)
     return summary
 
 
+STAT_COLUMNS = {  # agent counters worth a column (means per question), as "table header": stats key
+    "LLM calls": "llm_calls",
+    "peak ctx": "peak_context_tokens",
+    "folds": "folds",
+    "guard folds": "guard_folds",
+}
+
+
+def _mean_stats(records: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean of each numeric per-question stat (LLM calls, tokens, folds, peak context…)."""
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for r in records:
+        for key, value in (r.get("stats") or {}).items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                sums[key] = sums.get(key, 0.0) + float(value)
+                counts[key] = counts.get(key, 0) + 1
+    return {k: sums[k] / counts[k] for k in sums}
+
+
 def _write_tables(out_dir: Path, summary: dict[str, Any]) -> None:
     runs: dict[str, Any] = summary["runs"]
     present = [m for m in TABLE_METRICS if any(m in agg["overall"] for agg in runs.values())]
+    stat_cols = [
+        h for h, key in STAT_COLUMNS.items() if any(key in agg.get("stats", {}) for agg in runs.values())
+    ]
     rows = [
-        {"run": run, "n": agg["n"], "errors": agg["n_errors"], "s/q": agg["mean_elapsed_s"], **agg["overall"]}
+        {
+            "run": run,
+            "n": agg["n"],
+            "errors": agg["n_errors"],
+            "s/q": agg["mean_elapsed_s"],
+            **agg["overall"],
+            **{h: agg.get("stats", {}).get(STAT_COLUMNS[h]) for h in stat_cols},
+        }
         for run, agg in runs.items()
     ]
     title = f"{summary.get('dataset') or 'multihop'}"
-    text = f"## {title}\n\n" + markdown_table(rows, ["run", "n", "errors", *present, "s/q"])
+    text = f"## {title}\n\n" + markdown_table(
+        rows, ["run", "n", "errors", *present, "s/q", *stat_cols], digits=2
+    )
     if summary.get("judge"):
         text += f"\nLLM judge: {summary['judge']}\n"
     (out_dir / "table.md").write_text(text, encoding="utf-8")
