@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 from eventrag.storage import graph_rules as rules
 from eventrag.storage.base import (
@@ -24,7 +24,6 @@ from eventrag.storage.base import (
     GraphStats,
     Node,
     check_id,
-    check_label,
 )
 from eventrag.storage.embedded_walk import walk
 from eventrag.storage.errors import InvalidInput, MissingNode, StorageError, StoreClosed, StoreLocked
@@ -96,7 +95,7 @@ def _qs(n: int) -> str:
     return ",".join("?" * n)
 
 
-class SqliteGraphStore:
+class SqliteGraphStore(rules.ExpandingStore):
     """``GraphStore`` on a SQLite file; thread-safe (one connection behind a lock)."""
 
     def __init__(self, path: str | Path, namespace: str = "default", *, busy_timeout_s: float = 30.0) -> None:
@@ -318,29 +317,15 @@ class SqliteGraphStore:
                     out[e.key] = e
         return sorted(out.values(), key=lambda e: e.key)
 
-    def find_nodes(
-        self,
-        label: str | None = None,
-        *,
-        name: str | None = None,
-        name_contains: str | None = None,
-        doc_id: str | None = None,
-        limit: int = 100,
-    ) -> list[Node]:
-        rules.check_limit(limit)
-        where, params = ["n.ns = ?"], [self.namespace]
-        if label is not None:
-            where.append("n.label = ?")
-            params.append(check_label(label))
-        if name is not None:
-            where.append("n.name_key = ?")
-            params.append(rules.fold_name(name))
-        if name_contains is not None:
-            where.append("instr(n.name_key, ?) > 0")
-            params.append(rules.fold_name(name_contains))
-        if doc_id is not None:
-            where.append("EXISTS (SELECT 1 FROM node_docs d WHERE d.nid = n.nid AND d.doc_id = ?)")
-            params.append(check_id(doc_id, "doc_id"))
+    def _find_nodes(self, criteria: dict[str, str], limit: int) -> list[Node]:
+        clauses = {
+            "label": "n.label = ?",
+            "name": "n.name_key = ?",
+            "contains": "instr(n.name_key, ?) > 0",
+            "doc_id": "EXISTS (SELECT 1 FROM node_docs d WHERE d.nid = n.nid AND d.doc_id = ?)",
+        }
+        where = ["n.ns = ?", *(clauses[k] for k in criteria)]
+        params = [self.namespace, *criteria.values()]
         with self._sql("find_nodes") as con:
             nids = [
                 r[0]
@@ -352,32 +337,18 @@ class SqliteGraphStore:
             loaded = self._load_nodes(con, nids)
         return [loaded[n] for n in nids]
 
-    def expand(
+    def _walk(
         self,
-        seed_ids: Sequence[str],
-        hops: int = 2,
-        edge_types: Sequence[str] | None = None,
-        direction: Direction = "both",
-        time_from: str | None = None,
-        time_to: str | None = None,
-        limit: int | None = None,
+        seeds: list[str],
+        hops: int,
+        types: tuple[str, ...] | None,
+        direction: Direction,
+        window: tuple[str | None, str | None],
+        limit: int | None,
+        include_seeds: bool,
     ) -> Expansion:
-        types = rules.check_expand_args(hops, edge_types, direction, time_from, time_to, limit)
-        seeds = rules.check_ids(seed_ids, "seed id")
         with self._sql("expand") as con:
-            return walk(self, con, seeds, hops, types, direction, time_from, time_to, limit, True)
-
-    def neighbors(
-        self,
-        ids: Sequence[str],
-        edge_types: Sequence[str] | None = None,
-        direction: Direction = "both",
-        limit: int | None = None,
-    ) -> Expansion:
-        types = rules.check_expand_args(1, edge_types, direction, None, None, limit)
-        seeds = rules.check_ids(ids, "node id")
-        with self._sql("neighbors") as con:
-            return walk(self, con, seeds, 1, types, direction, None, None, limit, False)
+            return walk(self, con, seeds, hops, types, direction, window[0], window[1], limit, include_seeds)
 
     def count(self) -> tuple[int, int]:
         with self._sql("count") as con:
@@ -419,12 +390,6 @@ class SqliteGraphStore:
             if self._con is not None:
                 self._con.close()
                 self._con = None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"SqliteGraphStore({str(self.path)!r}, namespace={self.namespace!r})"

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel
 
 from eventrag.storage.base import (
     Direction,
     Edge,
+    Expansion,
     Node,
     check_edge_type,
     check_edge_types,
@@ -164,3 +165,78 @@ def check_limit(limit: int) -> int:
     if not isinstance(limit, int) or limit < 1:
         raise InvalidInput(f"limit must be a positive integer, got {limit!r}")
     return limit
+
+
+class ExpandingStore:
+    """The argument handling both graph backends share; a backend supplies ``_walk`` and ``close``."""
+
+    def _walk(
+        self,
+        seeds: list[str],
+        hops: int,
+        types: tuple[str, ...] | None,
+        direction: Direction,
+        window: tuple[str | None, str | None],
+        limit: int | None,
+        include_seeds: bool,
+    ) -> Expansion:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def _find_nodes(self, criteria: dict[str, str], limit: int) -> list[Node]:
+        """``criteria``: checked ``label``, folded ``name``/``contains``, ``doc_id`` (only those given)."""
+        raise NotImplementedError
+
+    def find_nodes(
+        self,
+        label: str | None = None,
+        *,
+        name: str | None = None,
+        name_contains: str | None = None,
+        doc_id: str | None = None,
+        limit: int = 100,
+    ) -> list[Node]:
+        check_limit(limit)
+        criteria = {
+            "label": check_label(label) if label is not None else None,
+            "name": fold_name(name) if name is not None else None,
+            "contains": fold_name(name_contains) if name_contains is not None else None,
+            "doc_id": check_id(doc_id, "doc_id") if doc_id is not None else None,
+        }
+        for key in ("name", "contains"):
+            if criteria[key] is None and (name if key == "name" else name_contains) is not None:
+                raise InvalidInput(f"{key} must be a string")
+        return self._find_nodes({k: v for k, v in criteria.items() if v is not None}, limit)
+
+    def expand(
+        self,
+        seed_ids: Sequence[str],
+        hops: int = 2,
+        edge_types: Sequence[str] | None = None,
+        direction: Direction = "both",
+        time_from: str | None = None,
+        time_to: str | None = None,
+        limit: int | None = None,
+    ) -> Expansion:
+        types = check_expand_args(hops, edge_types, direction, time_from, time_to, limit)
+        return self._walk(
+            check_ids(seed_ids, "seed id"), hops, types, direction, (time_from, time_to), limit, True
+        )
+
+    def neighbors(
+        self,
+        ids: Sequence[str],
+        edge_types: Sequence[str] | None = None,
+        direction: Direction = "both",
+        limit: int | None = None,
+    ) -> Expansion:
+        types = check_expand_args(1, edge_types, direction, None, None, limit)
+        return self._walk(check_ids(ids, "node id"), 1, types, direction, (None, None), limit, False)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 import neo4j
 from neo4j import exceptions as nx
@@ -24,7 +24,6 @@ from eventrag.storage.base import (
     GraphStats,
     Node,
     check_id,
-    check_label,
 )
 from eventrag.storage.errors import InvalidInput, MissingNode, StorageError, StoreClosed, StoreUnavailable
 
@@ -51,7 +50,7 @@ def _props(raw: dict[str, Any]) -> dict[str, Any]:
     return {k[len(_PREFIX) :]: rules.loads(v) for k, v in raw.items() if k.startswith(_PREFIX)}
 
 
-class Neo4jGraphStore:
+class Neo4jGraphStore(rules.ExpandingStore):
     """``GraphStore`` on a Neo4j 5 server; thread-safe (the driver pools connections)."""
 
     def __init__(
@@ -237,25 +236,19 @@ class Neo4jGraphStore:
         rows = self._read("get_edges", lambda tx: [r["e"] for r in tx.run(query, uids=uids)])
         return sorted((self._edge(r) for r in rows), key=lambda e: e.key)
 
-    def find_nodes(
-        self,
-        label: str | None = None,
-        *,
-        name: str | None = None,
-        name_contains: str | None = None,
-        doc_id: str | None = None,
-        limit: int = 100,
-    ) -> list[Node]:
-        rules.check_limit(limit)
-        params = {
-            "ns": self.namespace, "limit": limit,
-            "label": check_label(label) if label is not None else None,
-            "name": rules.fold_name(name), "contains": rules.fold_name(name_contains),
-            "doc": check_id(doc_id, "doc_id") if doc_id is not None else None,
-        }  # fmt: skip
+    def _find_nodes(self, criteria: dict[str, str], limit: int) -> list[Node]:
         query = cy.find_nodes(
-            label is not None, name is not None, name_contains is not None, doc_id is not None
+            "label" in criteria, "name" in criteria, "contains" in criteria, "doc_id" in criteria
         )
+        params = {
+            "ns": self.namespace,
+            "limit": limit,
+            "label": None,
+            "name": None,
+            "contains": None,
+            "doc": None,
+        }
+        params.update({("doc" if k == "doc_id" else k): v for k, v in criteria.items()})
         rows = self._read("find_nodes", lambda tx: [r["n"] for r in tx.run(query, params)])
         return [self._node(r) for r in rows]
 
@@ -302,31 +295,6 @@ class Neo4jGraphStore:
         edges.sort(key=lambda e: e.key)
         return rules.build(Expansion, {"nodes": out, "edges": edges})
 
-    def expand(
-        self,
-        seed_ids: Sequence[str],
-        hops: int = 2,
-        edge_types: Sequence[str] | None = None,
-        direction: Direction = "both",
-        time_from: str | None = None,
-        time_to: str | None = None,
-        limit: int | None = None,
-    ) -> Expansion:
-        types = rules.check_expand_args(hops, edge_types, direction, time_from, time_to, limit)
-        seeds = rules.check_ids(seed_ids, "seed id")
-        return self._walk(seeds, hops, types, direction, (time_from, time_to), limit, True)
-
-    def neighbors(
-        self,
-        ids: Sequence[str],
-        edge_types: Sequence[str] | None = None,
-        direction: Direction = "both",
-        limit: int | None = None,
-    ) -> Expansion:
-        types = rules.check_expand_args(1, edge_types, direction, None, None, limit)
-        seeds = rules.check_ids(ids, "node id")
-        return self._walk(seeds, 1, types, direction, (None, None), limit, False)
-
     def _counts(self, query: str) -> dict[str, int]:
         return self._read("count", lambda tx: {r["key"]: r["c"] for r in tx.run(query, ns=self.namespace)})
 
@@ -346,12 +314,6 @@ class Neo4jGraphStore:
         if self._driver is not None:
             self._driver.close()
             self._driver = None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"Neo4jGraphStore({self.uri!r}, namespace={self.namespace!r})"
