@@ -57,7 +57,9 @@ def lexical_backend() -> LexicalBackend:
 
 @pytest.fixture(scope="session")
 def tiny_questions() -> list[dict]:
-    return [json.loads(line) for line in (CORPUS / "questions.jsonl").read_text().splitlines() if line.strip()]
+    return [
+        json.loads(line) for line in (CORPUS / "questions.jsonl").read_text().splitlines() if line.strip()
+    ]
 
 
 @pytest.fixture(scope="session")

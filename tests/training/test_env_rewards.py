@@ -10,7 +10,9 @@ CFG = RewardConfig(context_budget=1000, cost_per_1k=0.5, cost_cap=0.5, format_bo
 
 
 def test_correct_answer_within_budget() -> None:
-    r = episode_reward(EpisodeOutcome(answer="The Eiffel Tower!", golds=["eiffel tower"], peak_context_tokens=900), CFG)
+    r = episode_reward(
+        EpisodeOutcome(answer="The Eiffel Tower!", golds=["eiffel tower"], peak_context_tokens=900), CFG
+    )
     assert (r.em, r.f1, r.correctness) == (1.0, 1.0, 1.0)
     assert r.context_cost == 0.0 and r.format == pytest.approx(0.1)
     assert r.total == pytest.approx(1.1)
@@ -28,7 +30,9 @@ def test_partial_f1_and_em_metric() -> None:
 def test_context_cost_linear_beyond_budget_and_capped() -> None:
     base = dict(answer="x", golds=["x"])
     assert episode_reward(EpisodeOutcome(**base, peak_context_tokens=1000), CFG).context_cost == 0.0
-    assert episode_reward(EpisodeOutcome(**base, peak_context_tokens=1400), CFG).context_cost == pytest.approx(0.2)
+    assert episode_reward(
+        EpisodeOutcome(**base, peak_context_tokens=1400), CFG
+    ).context_cost == pytest.approx(0.2)
     assert episode_reward(EpisodeOutcome(**base, peak_context_tokens=99_000), CFG).context_cost == 0.5
     r = episode_reward(EpisodeOutcome(**base, peak_context_tokens=1400), CFG)
     assert r.total == pytest.approx(1.0 - 0.2 + 0.1)

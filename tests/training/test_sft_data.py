@@ -56,11 +56,18 @@ GOOD = [
 SCRIPTS = {
     "good": GOOD,
     "wrong": [("search", {"query": "repairs Riverside Road"}), ("answer", {"answer": "Samuel Okafor"})],
-    "bad_fold": [("search", {"query": "repairs"}), ("fold", {"start_step": 2, "end_step": 5}),
-                 ("answer", {"answer": "Mara Quill"})],
-    "thrash": [("search", {"query": "repairs"}), ("search", {"query": "closure"}),
-               ("fold", {"start_step": 1, "end_step": 2}), ("unfold", {"fold_id": "F1"}),
-               ("answer", {"answer": "Mara Quill"})],
+    "bad_fold": [
+        ("search", {"query": "repairs"}),
+        ("fold", {"start_step": 2, "end_step": 5}),
+        ("answer", {"answer": "Mara Quill"}),
+    ],
+    "thrash": [
+        ("search", {"query": "repairs"}),
+        ("search", {"query": "closure"}),
+        ("fold", {"start_step": 1, "end_step": 2}),
+        ("unfold", {"fold_id": "F1"}),
+        ("answer", {"answer": "Mara Quill"}),
+    ],
     "no_answer": [("search", {"query": "repairs"}), ("search", {"query": "closure"})],
 }
 
@@ -71,8 +78,12 @@ def counter(tiny_model_dir) -> HFChatModel:
 
 
 def _run(script_name: str, counter, backend, max_steps: int = 6):
-    q = TrainingQuestion(id=script_name, question="Who led the repairs on the road that was closed because the "
-                         "Millbrook pumping station had flooded?", golds=["Mara Quill"])
+    q = TrainingQuestion(
+        id=script_name,
+        question="Who led the repairs on the road that was closed because the "
+        "Millbrook pumping station had flooded?",
+        golds=["Mara Quill"],
+    )
     teacher = ScriptedTeacher(counter, SCRIPTS[script_name])
     opts = RunOptions(max_steps=max_steps, context_budget=8000, fold_summary="deterministic")
     return generate_trajectories([q], agent_run_fn(backend, opts), teacher)[0]
@@ -89,14 +100,27 @@ def test_good_trajectory_is_accepted_and_rows_mirror_the_turns(counter, lexical_
     last = rows[-1]["prompt"]
     assert any(m["content"].startswith("## [F1] steps 1") for m in last)
     assert rows[-1]["completion"][0]["tool_calls"][0]["function"]["name"] == "answer"
-    assert json.loads(rows[-1]["completion"][0]["tool_calls"][0]["function"]["arguments"])["answer"] == "Mara Quill"
-    assert {t["function"]["name"] for t in json.loads(rows[0]["tools"])} == {"search", "read", "fold", "unfold", "answer"}
+    assert (
+        json.loads(rows[-1]["completion"][0]["tool_calls"][0]["function"]["arguments"])["answer"]
+        == "Mara Quill"
+    )
+    assert {t["function"]["name"] for t in json.loads(rows[0]["tools"])} == {
+        "search",
+        "read",
+        "fold",
+        "unfold",
+        "answer",
+    }
 
 
 @pytest.mark.parametrize(
     ("script", "reason"),
-    [("wrong", "wrong answer"), ("bad_fold", "invalid fold at step 2"), ("thrash", "fold thrash"),
-     ("no_answer", "no answer")],
+    [
+        ("wrong", "wrong answer"),
+        ("bad_fold", "invalid fold at step 2"),
+        ("thrash", "fold thrash"),
+        ("no_answer", "no answer"),
+    ],
 )
 def test_bad_trajectories_are_rejected_with_a_reason(script, reason, counter, lexical_backend) -> None:
     traj = _run(script, counter, lexical_backend, max_steps=2 if script == "no_answer" else 6)

@@ -12,23 +12,52 @@ from training.common.tiny import qwen3_chat_template
 from training.config import ConfigError, SFTRunConfig, load_config
 from training.sft.train import build_trainer, load_rows, run_sft
 
-TOOLS = json.dumps([{"type": "function", "function": {"name": "search", "description": "Search the corpus.",
-                    "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}])
+TOOLS = json.dumps(
+    [
+        {
+            "type": "function",
+            "function": {
+                "name": "search",
+                "description": "Search the corpus.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"query": {"type": "string"}},
+                    "required": ["query"],
+                },
+            },
+        }
+    ]
+)
 
 
 def _rows() -> list[dict]:
-    call = {"type": "function", "function": {"name": "search", "arguments": json.dumps({"query": "storm date"})}}
-    prompt = [{"role": "system", "content": "You are a research agent."},
-              {"role": "user", "content": "When was the storm?"}]
+    call = {
+        "type": "function",
+        "function": {"name": "search", "arguments": json.dumps({"query": "storm date"})},
+    }
+    prompt = [
+        {"role": "system", "content": "You are a research agent."},
+        {"role": "user", "content": "When was the storm?"},
+    ]
     second_prompt = prompt + [
         {"role": "assistant", "content": "[step 1]", "tool_calls": [call]},
         {"role": "tool", "name": "search", "content": "[1] [c:01-storm#0] The storm was on 10 January 2020."},
     ]
-    answer = {"type": "function", "function": {"name": "answer", "arguments": json.dumps({"answer": "10 January 2020"})}}
+    answer = {
+        "type": "function",
+        "function": {"name": "answer", "arguments": json.dumps({"answer": "10 January 2020"})},
+    }
     return [
-        {"prompt": prompt, "completion": [{"role": "assistant", "content": "", "tool_calls": [call]}], "tools": TOOLS},
-        {"prompt": second_prompt, "completion": [{"role": "assistant", "content": "", "tool_calls": [answer]}],
-         "tools": TOOLS},
+        {
+            "prompt": prompt,
+            "completion": [{"role": "assistant", "content": "", "tool_calls": [call]}],
+            "tools": TOOLS,
+        },
+        {
+            "prompt": second_prompt,
+            "completion": [{"role": "assistant", "content": "", "tool_calls": [answer]}],
+            "tools": TOOLS,
+        },
     ]
 
 
@@ -37,13 +66,20 @@ def cfg(tmp_path, tiny_model_dir) -> SFTRunConfig:
     data = tmp_path / "data"
     data.mkdir()
     (data / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _rows()))
-    return SFTRunConfig.model_validate({
-        "model": {"path": str(tiny_model_dir)},
-        "output_dir": str(tmp_path / "out"),
-        "data_dir": str(data),
-        "max_length": 2048,
-        "optim": {"learning_rate": 1e-2, "max_steps": 1, "per_device_train_batch_size": 2, "save_steps": 1},
-    })
+    return SFTRunConfig.model_validate(
+        {
+            "model": {"path": str(tiny_model_dir)},
+            "output_dir": str(tmp_path / "out"),
+            "data_dir": str(data),
+            "max_length": 2048,
+            "optim": {
+                "learning_rate": 1e-2,
+                "max_steps": 1,
+                "per_device_train_batch_size": 2,
+                "save_steps": 1,
+            },
+        }
+    )
 
 
 def test_tokenized_rows_train_only_the_assistant_call(cfg) -> None:
@@ -61,7 +97,9 @@ def test_one_sft_step_changes_parameters_and_saves(cfg, tiny_model_dir) -> None:
     res = run_sft(cfg)
     assert res.global_step == 1 and res.rows == 2 and res.train_loss is not None
     after, tok = load_model_and_tokenizer(res.final_dir)
-    diff = sum((a - b).abs().sum().item() for a, b in zip(after.parameters(), before.parameters(), strict=True))
+    diff = sum(
+        (a - b).abs().sum().item() for a, b in zip(after.parameters(), before.parameters(), strict=True)
+    )
     assert diff > 0
     assert tok.chat_template == qwen3_chat_template()  # inference template kept, not the training one
     # resume: a longer run continues from the saved checkpoint
@@ -77,7 +115,9 @@ def test_lora_step_trains_adapter_and_merges(cfg, tiny_model_dir) -> None:
     trainable = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
     assert trainable and all("lora" in n for n in trainable)
     trainer.train()
-    changed = [n for n, p in trainer.model.named_parameters() if n in trainable and not torch.equal(p, trainable[n])]
+    changed = [
+        n for n, p in trainer.model.named_parameters() if n in trainable and not torch.equal(p, trainable[n])
+    ]
     assert changed
     from training.sft.train import save_final
 
