@@ -124,7 +124,7 @@ def test_tool_result_tokens_stay_masked_and_means_hold(tiny, tmp_path) -> None:
     adv = torch.tensor([1.0, -1.0, -1.0, 1.0, 0.0, 0.0, 0.0, 0.0])
     out["advantages"] = adv
     trainer._siras_rewards = rewards
-    shaped, stats, _ = trainer._siras_shape(out)
+    shaped, stats = trainer._siras_shape(out, trainer._siras_logps(out)[0])
     valid = (out["completion_mask"] * out["tool_mask"]).bool()
     assert (shaped[~valid] == 0).all()
     assert stats.kinds == ["normal", "all_wrong"]

@@ -16,7 +16,8 @@ tool mask: tool-result tokens stay masked and also split chunks) are shaped by S
 process's rows come back as a (B, T) tensor. ``_compute_loss`` only unsqueezes 1-D advantages, so the
 (B, T) tensor reaches the policy loss unchanged. Per step it logs ``siras/degenerate_frac``,
 ``siras/mean_abs_adv``, ``siras/multiplier_spread``, ``siras/entropy``, ``siras/s_batch`` and
-``siras/shaping_ms``. ``siras_config.enabled=False`` gives plain GRPO with identical plumbing.
+``siras/shaping_ms`` (``siras/logps_ms``: the extra no-grad forward for surprise log-probs, only
+when TRL did not compute them already). ``siras_config.enabled=False`` gives plain GRPO with identical plumbing.
 """
 
 from __future__ import annotations
@@ -55,10 +56,12 @@ class SirasGRPOTrainer(GRPOTrainer):
         if not self.model.training or self._siras_rewards is None:
             return out
         start = time.perf_counter()
-        shaped, stats, entropy = self._siras_shape(out)
+        logps, entropy = self._siras_logps(out)
+        mid = time.perf_counter()
+        shaped, stats = self._siras_shape(out, logps)
         out["advantages"] = shaped
         self.last_shaped_advantages = shaped.detach().clone()
-        ms = (time.perf_counter() - start) * 1000.0
+        ms = (time.perf_counter() - mid) * 1000.0
         mask = self._loss_mask(out).bool()
         metrics = self._metrics["train"]
         n_groups = max(1, len(stats.kinds))
@@ -68,6 +71,7 @@ class SirasGRPOTrainer(GRPOTrainer):
         metrics["siras/multiplier_spread"].append(spread)
         metrics["siras/s_batch"].append(stats.s_batch)
         metrics["siras/shaping_ms"].append(ms)
+        metrics["siras/logps_ms"].append((mid - start) * 1000.0)
         if entropy is not None:
             metrics["siras/entropy"].append(entropy)
         return out
@@ -103,11 +107,11 @@ class SirasGRPOTrainer(GRPOTrainer):
         x = self.accelerator.pad_across_processes(x, dim=1, pad_index=pad)
         return self.accelerator.gather(x)
 
-    def _siras_shape(self, out: dict[str, Any]):
+    def _siras_shape(self, out: dict[str, Any], logps: torch.Tensor | None = None):
+        """Shape the gathered batch; returns this process's (B, T) advantages and the stats."""
         cfg = self.siras_config
         local_b, local_t = out["completion_ids"].shape
         device = out["completion_ids"].device
-        logps, entropy = self._siras_logps(out)
         mask = self._gather_rows(self._loss_mask(out).long(), 0).cpu()
         ids = self._gather_rows(out["completion_ids"], 0).cpu()
         adv = self._gather_rows(out["advantages"].float().unsqueeze(1), 0.0).squeeze(1).cpu()
@@ -149,4 +153,4 @@ class SirasGRPOTrainer(GRPOTrainer):
         for i, (pos, vals) in enumerate(zip(rows, flat, strict=True)):
             full[i, pos] = vals.float()
         first = self.accelerator.process_index * local_b
-        return full[first : first + local_b, :local_t].to(device), stats, entropy
+        return full[first : first + local_b, :local_t].to(device), stats

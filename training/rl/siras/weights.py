@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from training.rl.siras.chunking import StructureMarkers, chunk_index, chunk_starts
 from training.rl.siras.config import SirasConfig
@@ -98,13 +97,13 @@ def _band_similarities(vec_all, uid, gidx_a, gidx_b, cols):
     p, size, _ = cols.shape
     uniq, first = np.unique(uid, return_index=True)
     if uniq.size**2 <= p * size * size:
-        vu = torch.from_numpy(vec_all[first])
-        gram = (vu @ vu.T).numpy()
+        vu = vec_all[first]
+        gram = vu @ vu.T
         gb = np.take_along_axis(uid[gidx_b], cols.reshape(p, -1), axis=1).reshape(cols.shape)
         return gram[uid[gidx_a][..., None], gb]
-    tv = torch.from_numpy(vec_all)
-    full = torch.bmm(tv[torch.from_numpy(gidx_a)], tv[torch.from_numpy(gidx_b)].transpose(1, 2))
-    return np.take_along_axis(full.numpy(), cols, axis=2)
+    # contiguous operands: numpy's stacked matmul falls back to a slow loop on strided ones
+    full = np.matmul(vec_all[gidx_a], np.ascontiguousarray(vec_all[gidx_b].transpose(0, 2, 1)))
+    return np.take_along_axis(full, cols, axis=2)
 
 
 def _weights(token_ids, lps, starts, chunks, n_ch, valid, config):
