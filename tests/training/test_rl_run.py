@@ -110,7 +110,7 @@ def test_tool_results_are_masked(tmp_path, tiny_model_dir, questions, lexical_ba
         trained = tok.decode(ids[r][(mask[r] * tool_mask[r]).bool()])
         masked = tok.decode(ids[r][(mask[r] * (1 - tool_mask[r])).bool()])
         assert "<tool_call>" in trained and "<tool_response>" not in trained
-        assert "<tool_response>" in masked and "[step 1 · context" in masked
+        assert "<tool_response>" in masked and "[status] step 2 of 4 · context" in masked
 
 
 def test_scheduled_sampler_follows_the_scheduler(tmp_path, tiny_model_dir, questions) -> None:
@@ -122,7 +122,9 @@ def test_scheduled_sampler_follows_the_scheduler(tmp_path, tiny_model_dir, quest
     assert all(sched.clusters[i] == sched.active for i in got)
     rows = rl_rows(questions, 2000)
     assert rows[0]["prompt"][0]["role"] == "system" and "2000 tokens" in rows[0]["prompt"][0]["content"]
-    assert rows[1]["answer"] == ["Mara Quill"] and rows[1]["qidx"] == 1
+    assert rows[1]["answer"] == ["Mara Quill"] and rows[1]["qidx"] == 1 and len(rows[1]["prompt"]) == 2
+    with_status = rl_rows(questions, 2000, status=lambda q: f"[status] step 1 of 4 · {q.id}")
+    assert with_status[1]["prompt"][-1] == {"role": "user", "content": "[status] step 1 of 4 · t2"}
 
 
 def test_rl_steps_with_adaptive_schedule_plain_grpo(tmp_path, tiny_model_dir, questions, lexical_backend) -> None:

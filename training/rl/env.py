@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent import prompts
 from agent.graph import AgentDeps, AgentGraph
 from agent.llm import ChatModel, Message, ToolCall
 from agent.options import RunOptions
@@ -37,7 +38,9 @@ from training.rl.rewards import EpisodeOutcome, RewardBreakdown, RewardConfig, e
 class EnvConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    context_budget: int = Field(2048, ge=256, description="rendered-context tokens before the cost term starts")
+    context_budget: int = Field(
+        2048, ge=256, description="rendered-context tokens before the cost term starts"
+    )
     max_steps: int = Field(8, ge=1, le=200)
     search_top_k: int = Field(3, ge=1, le=50)
     result_chars: int = Field(300, ge=50)
@@ -85,7 +88,7 @@ class ResearchEnv:
         self._run = RunState(run_id=f"rl-{id(self):x}-{self._episodes}", question=question)
         self._golds = golds_of(row)
         self._sample_context()
-        return None  # the prompt already holds the question
+        return None  # the prompt holds the question and the first status line (training.rl.run.rl_rows)
 
     # --- tools (docstrings are the schemas TRL shows the policy) --------------------------------
     def search(self, query: str) -> str:
@@ -151,10 +154,18 @@ class ResearchEnv:
             run = RunState.from_graph(update) if update else run
         self._run = run
         self._sample_context()
-        c = run.counters
-        # the step number (fold ranges refer to it) and the rendered context size the cost is charged on
-        head = f"[step {len(run.steps)} · context {c.final_context_tokens} of {self._config.context_budget} tokens]"
-        return f"{head}\n{run.steps[-1].results[0].content}"
+        return f"{run.steps[-1].results[0].content}\n{self._status()}"
+
+    def _status(self) -> str:
+        """The agent's status line (step number for fold ranges, rendered context vs budget), as the
+        agent shows it before each turn at inference."""
+        run = self.run_state
+        return prompts.STATUS.format(
+            step=run.next_step,
+            max_steps=self._config.max_steps,
+            tokens=run.counters.final_context_tokens,
+            budget=self._config.context_budget,
+        )
 
     def _sample_context(self) -> None:
         assert self._run is not None
@@ -188,10 +199,14 @@ class ResearchEnv:
         return episode_reward(self._outcome(), self._config.reward)
 
 
-def research_reward(environments: list[ResearchEnv] | None = None, log_metric: Any = None, **_: Any) -> list[float]:
+def research_reward(
+    environments: list[ResearchEnv] | None = None, log_metric: Any = None, **_: Any
+) -> list[float]:
     """TRL reward function: the episode reward of each rollout's environment, with episode metrics logged."""
     if not environments:
-        raise EnvError("research_reward needs the trainer's environments (use environment_factory=ResearchEnv...)")
+        raise EnvError(
+            "research_reward needs the trainer's environments (use environment_factory=ResearchEnv...)"
+        )
     outcomes = [e._outcome() for e in environments]
     rewards = [e._reward() for e in environments]
     if log_metric is not None:

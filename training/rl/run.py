@@ -60,12 +60,22 @@ class RLResult(BaseModel):
     schedule_history: list[int] = []
 
 
-def rl_rows(questions: list[TrainingQuestion], context_budget: int) -> list[dict[str, Any]]:
-    """Dataset rows: the agent's system prompt + the question; gold answers for the environment."""
+def rl_rows(
+    questions: list[TrainingQuestion],
+    context_budget: int,
+    status: Callable[[TrainingQuestion], str] | None = None,
+) -> list[dict[str, Any]]:
+    """Dataset rows as the agent's first turn looks: its system prompt, the question and (with
+    ``status``) the status line; the gold answers go to the environment."""
     system = prompts.SYSTEM_FOLD.format(budget=context_budget)
+
+    def prompt(q: TrainingQuestion) -> list[dict[str, str]]:
+        msgs = [{"role": "system", "content": system}, {"role": "user", "content": q.question}]
+        return msgs + ([{"role": "user", "content": status(q)}] if status is not None else [])
+
     return [
         {
-            "prompt": [{"role": "system", "content": system}, {"role": "user", "content": q.question}],
+            "prompt": prompt(q),
             "question": q.question,
             "answer": q.golds,
             "qid": q.id,
@@ -90,7 +100,9 @@ class ScheduledSampler(Sampler[int]):
     """TRL's RepeatSampler layout (each question ``mini_repeat`` times in a row, each chunk repeated
     ``repeat_count`` times), with the questions chosen by the scheduler, lazily, chunk by chunk."""
 
-    def __init__(self, scheduler: Scheduler, n_rows: int, per_chunk: int, mini_repeat: int, repeat_count: int):
+    def __init__(
+        self, scheduler: Scheduler, n_rows: int, per_chunk: int, mini_repeat: int, repeat_count: int
+    ):
         self.scheduler, self.per_chunk = scheduler, per_chunk
         self.mini_repeat, self.repeat_count = mini_repeat, repeat_count
         self.chunks = max(1, math.ceil(n_rows / per_chunk))
@@ -117,8 +129,11 @@ def with_schedule(base: type) -> type:
                 return super()._get_train_sampler(dataset)
             ds = dataset if dataset is not None else self.train_dataset
             return ScheduledSampler(
-                self.eventfold_scheduler, len(ds), self.args.generation_batch_size // self.num_generations,
-                self.num_generations, self.num_iterations * self.args.steps_per_generation,
+                self.eventfold_scheduler,
+                len(ds),
+                self.args.generation_batch_size // self.num_generations,
+                self.num_generations,
+                self.num_iterations * self.args.steps_per_generation,
             )
 
     Scheduled.__name__ = f"Scheduled{base.__name__}"
@@ -162,7 +177,9 @@ def grpo_args(cfg: RLRunConfig, world_size: int | None = None) -> Any:
     if g.gradient_checkpointing:
         extra["gradient_checkpointing"] = True
     if world_size is not None:
-        extra["generation_batch_size"] = g.per_device_train_batch_size * world_size * g.gradient_accumulation_steps
+        extra["generation_batch_size"] = (
+            g.per_device_train_batch_size * world_size * g.gradient_accumulation_steps
+        )
     return GRPOConfig(
         output_dir=str(cfg.output_dir),
         num_generations=g.num_generations,
@@ -187,7 +204,12 @@ def grpo_args(cfg: RLRunConfig, world_size: int | None = None) -> Any:
 
 
 def build_rl_trainer(
-    cfg: RLRunConfig, questions: list[TrainingQuestion], backend: Any, *, model: Any = None, tokenizer: Any = None
+    cfg: RLRunConfig,
+    questions: list[TrainingQuestion],
+    backend: Any,
+    *,
+    model: Any = None,
+    tokenizer: Any = None,
 ) -> Any:
     """The configured trainer over ``questions`` with ``backend`` as the agent's search backend."""
     from datasets import Dataset
@@ -197,7 +219,9 @@ def build_rl_trainer(
     counter = HFChatModel(tokenizer, name="policy-tokenizer")
     scheduler = None
     if cfg.schedule.enabled:
-        labels = cluster_questions([q.question for q in questions], cfg.schedule.n_clusters, seed=cfg.schedule.seed)
+        labels = cluster_questions(
+            [q.question for q in questions], cfg.schedule.n_clusters, seed=cfg.schedule.seed
+        )
         scheduler = Scheduler(labels, cfg.schedule)
     base = trainer_class(cfg.advantage.method)
     cls = with_schedule(base)
@@ -210,7 +234,9 @@ def build_rl_trainer(
         model=model,
         reward_funcs=[make_reward(scheduler, cfg.grpo.num_generations)],
         args=grpo_args(cfg),
-        train_dataset=Dataset.from_list(rl_rows(questions, cfg.env.context_budget)),
+        train_dataset=Dataset.from_list(
+            rl_rows(questions, cfg.env.context_budget, _first_status(backend, counter, cfg))
+        ),
         processing_class=tokenizer,
         environment_factory=lambda: ResearchEnv(backend, counter, cfg.env),
         peft_config=peft_config(cfg.lora),
@@ -219,6 +245,16 @@ def build_rl_trainer(
     )
     trainer.eventfold_scheduler = scheduler
     return trainer
+
+
+def _first_status(backend: Any, counter: Any, cfg: RLRunConfig) -> Callable[[TrainingQuestion], str]:
+    probe = ResearchEnv(backend, counter, cfg.env)
+
+    def status(q: TrainingQuestion) -> str:
+        probe.reset(question=q.question, answer=q.golds)
+        return probe._status()
+
+    return status
 
 
 def run_rl(cfg: RLRunConfig, questions: list[TrainingQuestion], backend: Any, **model_kw: Any) -> RLResult:
@@ -237,6 +273,10 @@ def run_rl(cfg: RLRunConfig, questions: list[TrainingQuestion], backend: Any, **
             f.write(json.dumps(row) + "\n")
     sched = trainer.eventfold_scheduler
     return RLResult(
-        output_dir=cfg.output_dir, final_dir=final, global_step=trainer.state.global_step, resumed_from=resume,
-        log_path=log_path, schedule_history=list(sched.history) if sched else [],
+        output_dir=cfg.output_dir,
+        final_dir=final,
+        global_step=trainer.state.global_step,
+        resumed_from=resume,
+        log_path=log_path,
+        schedule_history=list(sched.history) if sched else [],
     )
