@@ -111,3 +111,12 @@ def test_positional_path_and_bad_lengths() -> None:
     assert p.sum() == 2 and p[0, 0] and p[1, 1]
     with pytest.raises(ValueError, match="length"):
         dtw_batch(np.zeros((1, 3, 3)), np.array([0]), np.array([2]), 1)
+
+
+def test_float32_costs_give_the_same_alignment() -> None:
+    rng = np.random.default_rng(5)
+    cost = rng.random((6, 10, 10))
+    la, lb = rng.integers(1, 11, 6), rng.integers(1, 11, 6)
+    d64, p64 = dtw_batch(cost, la, lb, 2)
+    d32, p32 = dtw_batch(cost.astype(np.float32), la, lb, 2)
+    assert np.allclose(d64, d32, atol=1e-5) and (p64 == p32).all()
