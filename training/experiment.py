@@ -46,11 +46,10 @@ class OracleTeacher:
     def chat(self, messages: list[Any], *, tools: Any = None, **kw: Any) -> Any:
         from eventfold.llm.types import ChatResponse, Message, ToolCall
 
-        question = messages[1].content
-        titles, gold = self.plans[question]
+        titles, gold = self.plans[" ".join(messages[1].content.split())]
         if not tools:
             return ChatResponse(message=Message(role="assistant", content=gold), model=self.name)
-        done = self._done.setdefault(question, [])
+        done = self._done.setdefault(" ".join(messages[1].content.split()), [])
         steps = sum(1 for m in messages if m.role == "assistant") + sum(
             1 for m in messages if m.role == "user" and m.content.startswith("## [F"))
         folded = any(m.role == "user" and m.content.startswith("## [F") for m in messages)
@@ -143,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
             from training.common.loading import load_tokenizer
             from training.hf_chat import HFChatModel
 
-            plans = {e.question: (e.gold_titles, e.answers[0]) for e in ds.examples}
+            plans = {" ".join(e.question.split()): (e.gold_titles, e.answers[0]) for e in ds.examples}
             teacher = OracleTeacher(HFChatModel(load_tokenizer(student)), plans, a.budget)
             t = time.perf_counter()
             trajs = generate_trajectories(sft_qs, agent_run_fn(backend, options), teacher)
