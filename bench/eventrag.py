@@ -117,6 +117,8 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=DATA)
     ap.add_argument("--extract", choices=["rules", "llm"], default="rules")
     ap.add_argument("--model", default="qwen2.5-coder-0.5b", help="packaged GGUF used for --extract llm")
+    ap.add_argument("--model-path", type=Path, default=None, help="GGUF file (default: the pulled packaged model)")
+    ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads (1 is fastest on a contended CPU)")
     ap.add_argument("--subset", type=int, default=0, help="first N questions + their gold + distractors")
     ap.add_argument("--distractors", type=int, default=40)
     ap.add_argument("--graph", choices=["embedded", "neo4j"], default="embedded")
@@ -132,7 +134,11 @@ def main() -> None:
         docs, qs = subset(docs, qs, args.subset, args.distractors)
     qs = [q for q in qs if q.gold]
     home = args.home or Path(tempfile.mkdtemp(prefix="eventrag-bench-"))
-    llm = {"packaged_model": args.model, "n_ctx": 4096, "concurrency": 1}
+    from eventfold.settings import default_home
+
+    model_path = args.model_path or default_home() / "models" / f"{args.model}.gguf"
+    llm = {"packaged_model": args.model, "model_path": str(model_path), "n_ctx": 4096, "concurrency": 1,
+           "n_threads": args.threads}
     settings = Settings(home=home, index=f"{args.dataset}-{args.extract}-{len(docs)}", llm=llm,
                         graph={"backend": args.graph})
     print(f"dataset={args.dataset} passages={len(docs)} questions={len(qs)} extract={args.extract}"

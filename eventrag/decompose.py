@@ -111,15 +111,32 @@ def llm_reflect(chat_model: ChatModel, question: str, passages: list[tuple[str, 
                       sub_queries=[q for q in subs if q not in asked][:2], by_llm=True)
 
 
-def rule_reflect(question: str, new_top: list[tuple[str, str]], asked: list[str], converged: bool) -> Reflection:
-    """Sufficient when the last round changed nothing in the top results; else follow the newest evidence:
-    the question joined with the title and opening of each new top passage (pseudo-relevance feedback)."""
+def _bridge_sentence(question: str, text: str, relation: str | None) -> str:
+    """The sentence of a passage that links onward: one stating the asked relation ("because ..."),
+    else the one sharing most words with the question."""
+    sentences = [x.strip() for x in re.split(r"(?<=[.!?])\s+", text.strip()) if len(x.strip()) > 20]
+    if not sentences:
+        return ""
+    cue = next((rx for rel, rx in _REL_CUES if rel == relation), None)
+    if cue is not None:
+        hits = [x for x in sentences if cue.search(x)]
+        if hits:
+            return hits[0][:300]
+    q = set(re.findall(r"\w{3,}", question.lower()))
+    return max(sentences, key=lambda x: len(q & set(re.findall(r"\w{3,}", x.lower()))))[:300]
+
+
+def rule_reflect(question: str, new_top: list[tuple[str, str]], asked: list[str], converged: bool,
+                 relation: str | None = None) -> Reflection:
+    """Sufficient when the last round changed nothing in the top results. Otherwise follow the newest
+    evidence: for each new top passage, its bridging sentence (the one stating the asked relation, or
+    the one closest to the question) becomes a sub-query, so the next hop is searched on its own terms."""
     if converged or not new_top:
         return Reflection(sufficient=True)
     subs = []
     for title, text in new_top[:2]:
-        first = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0][:200]
-        q = f"{question} {title}: {first}".strip()
-        if q not in asked:
+        sentence = _bridge_sentence(question, text, relation)
+        q = f"{title}: {sentence}" if title and title.lower() not in sentence.lower() else sentence
+        if q and q not in asked and q not in subs:
             subs.append(q)
     return Reflection(sufficient=not subs, missing="" if subs else "nothing new to follow", sub_queries=subs)

@@ -24,12 +24,15 @@ class RetrievalConfig:
     entity_sim_min: float = 0.6
     event_seeds: int = 8
     bridge_parents: int = 6
-    hops: int = 2
+    mention_chunks: int = 5  # a linked entity without its own passage seeds up to this many mentions
+    mention_weight: float = 0.6
+    hops: int = 3  # event -CAUSES- event <-PARTICIPATES_IN- entity -> event is three hops
     expand_limit: int = 300
-    hop_decay: float = 0.7
-    relation_boost: float = 1.3
+    hop_decay: float = 0.8
+    relation_boost: float = 1.5
+    relation_miss: float = 0.7
     max_rounds: int = 3
-    followup_weight: float = 0.95
+    followup_weight: float = 0.5
     w_sim: float = 1.0
     w_lex: float = 0.3
     w_link: float = 0.5
@@ -58,7 +61,7 @@ class Candidates:
         self.cfg = config
         self.round_no = round_no
         self.items: dict[str, _Cand] = {}
-        self.fixed: dict[str, float] = {}  # merged scores (agentic rounds)
+        self.extra: dict[str, float] = {}  # follow-up evidence (agentic rounds)
 
     def add(self, cid: str, *, sim: float | None = None, lex: float = 0.0, link: float = 0.0, bridge: float = 0.0,
             event: float = 0.0, path: list[str] | None = None, inferred: bool = False) -> None:
@@ -90,25 +93,24 @@ class Candidates:
                 self.items[cid].sim = 0.0
 
     def score(self, cid: str) -> float:
-        if cid in self.fixed:
-            return self.fixed[cid]
         c, cfg = self.items[cid], self.cfg
         return (cfg.w_sim * (c.sim or 0.0) + cfg.w_lex * c.lex + cfg.w_link * c.link + cfg.w_bridge * c.bridge
-                + cfg.w_event * c.event)
+                + cfg.w_event * c.event + self.extra.get(cid, 0.0))
 
     def ranked(self) -> list[tuple[str, float]]:
         return sorted(((cid, self.score(cid)) for cid in self.items), key=lambda x: (-x[1], x[0]))
 
-    def merge(self, other: Candidates, weight: float = 1.0) -> None:
+    def merge(self, other: Candidates, weight: float = 1.0, exclude: set[str] | None = None) -> None:
+        """Add a follow-up query's evidence: each chunk keeps its score for the original question and gains
+        `weight` x its best follow-up score. `exclude`: the passage a follow-up query was taken from (it
+        trivially matches its own sentence, which is no new evidence)."""
         for cid, s in other.ranked():
-            s *= weight
-            if cid not in self.items or s > self.score(cid):
-                prev_round = self.items[cid].round if cid in self.items else other.items[cid].round
+            if exclude and cid in exclude:
+                continue
+            if cid not in self.items:
                 oc = other.items[cid]
-                self.items[cid] = _Cand(sim=oc.sim, lex=oc.lex, link=oc.link, bridge=oc.bridge, event=oc.event,
-                                        path=oc.path, best=oc.best, inferred_only=oc.inferred_only,
-                                        round=min(prev_round, oc.round))
-                self.fixed[cid] = s
+                self.items[cid] = _Cand(path=[*oc.path, "(follow-up query)"], round=oc.round)
+            self.extra[cid] = max(self.extra.get(cid, 0.0), weight * s)
 
     def texts(self, ids: list[str], graph: GraphStore) -> list[tuple[str, str]]:
         nodes = {n.id: n for n in graph.get_nodes(ids)}

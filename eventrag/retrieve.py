@@ -84,10 +84,11 @@ class Retriever:
             cands.add(cid, sim=sim, path=["dense:chunk"])
         return cands
 
-    def _one_query(self, query: str, decomp: Decomposition, mode: str, top_k: int, round_no: int = 1) -> Candidates:
+    def _one_query(self, query: str, decomp: Decomposition, mode: str, top_k: int, round_no: int = 1,
+                   qvec: np.ndarray | None = None) -> Candidates:
         cfg = self.config
         lex = self.lexical.get()
-        qvec = self._embed(query)
+        qvec = self._embed(query) if qvec is None else qvec
         cands = Candidates(cfg, round_no=round_no)
         k = max(cfg.candidates, top_k)
         for cid, sim in self._search("chunks", qvec, k):
@@ -102,10 +103,13 @@ class Retriever:
         for eid, sim in self._search("entities", qvec, cfg.entity_seeds):
             if sim >= cfg.entity_sim_min and eid in lex.topical:
                 links.setdefault(eid, (lex.display.get(eid, eid), sim * 0.8))
-        topic = self._topic_chunks(list(links))
+        topic, mentions = self._entity_chunks(list(links))
         for eid, (name, conf) in links.items():
-            for cid in topic.get(eid, []):
-                cands.add(cid, link=conf, path=[f"seed:entity:{name}", f"MENTIONED_IN>chunk:{cid}"])
+            # the entity's own passage; for an entity that has none, the passages that mention it
+            own = topic.get(eid) or mentions.get(eid, [])[: cfg.mention_chunks]
+            weight = 1.0 if eid in topic else cfg.mention_weight
+            for cid in own:
+                cands.add(cid, link=conf * weight, path=[f"seed:entity:{name}", f"MENTIONED_IN>chunk:{cid}"])
         # bridges: entities mentioned in the best passages -> their own passages
         cands.fill_sims(self.vectors, self.collections["chunks"], qvec)
         parents = cands.ranked()[: cfg.bridge_parents]
@@ -115,7 +119,7 @@ class Retriever:
         for e in mentioned:
             if e.dst in parent_score and e.src not in links:
                 ents_of.setdefault(e.src, []).append(e.dst)
-        bridge_topic = self._topic_chunks(list(ents_of))
+        bridge_topic, _ = self._entity_chunks(list(ents_of))
         top_parent = max(parent_score.values(), default=1.0) or 1.0
         for eid, pids in ents_of.items():
             best = max(pids, key=lambda p: parent_score[p])
@@ -129,15 +133,17 @@ class Retriever:
         cands.fill_sims(self.vectors, self.collections["chunks"], qvec)
         return cands
 
-    def _topic_chunks(self, entity_ids: Sequence[str]) -> dict[str, list[str]]:
-        """entity id -> the chunks whose subject (document title) is that entity."""
-        out: dict[str, list[str]] = {}
+    def _entity_chunks(self, entity_ids: Sequence[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """(entity id -> chunks whose subject (document title) it is, entity id -> other chunks mentioning it)."""
+        topic: dict[str, list[str]] = {}
+        other: dict[str, list[str]] = {}
         if not entity_ids:
-            return out
+            return topic, other
+        wanted = set(entity_ids)
         for e in self.graph.get_edges(list(entity_ids), edge_types=["MENTIONED_IN"]):
-            if e.props.get("topic") and e.src in entity_ids:
-                out.setdefault(e.src, []).append(e.dst)
-        return out
+            if e.src in wanted:
+                (topic if e.props.get("topic") else other).setdefault(e.src, []).append(e.dst)
+        return topic, other
 
     def _event_expand(self, qvec: np.ndarray, decomp: Decomposition, links: dict[str, tuple[str, float]],
                       cands: Candidates) -> None:
@@ -158,14 +164,18 @@ class Retriever:
                 continue
             base = seeds.get(xn.seed, 0.0)
             score = base * (cfg.hop_decay ** xn.hop)
-            via_inferred = False
+            via_inferred = matched = False
+            wanted = {decomp.relation, "BEFORE" if decomp.relation == "AFTER" else decomp.relation}
             for i, lab in enumerate(xn.path_edges):
                 typ = lab.strip("<>")
                 a, b = xn.path[i], xn.path[i + 1]
                 key = (a, typ, b) if lab.endswith(">") else (b, typ, a)
                 via_inferred |= key in inferred
-                if decomp.relation and typ in (decomp.relation, "BEFORE" if decomp.relation == "AFTER" else ""):
+                if decomp.relation and typ in wanted and key not in inferred:
                     score *= cfg.relation_boost
+                    matched = True
+            if decomp.relation and xn.hop > 0 and not matched:
+                score *= cfg.relation_miss  # the question names a relation this path does not follow
             path = [f"seed:event:{xn.seed}"] + [f"{lab} {p}" for lab, p in zip(xn.path_edges, xn.path[1:], strict=False)]
             for cid in n.props.get("chunk_ids") or []:
                 # an inferred edge may bring a chunk in, but adds no evidence score of its own
@@ -182,15 +192,23 @@ class Retriever:
             decomp = rule_decompose(question)
         asked: list[str] = []
         pending = list(dict.fromkeys(decomp.sub_queries or [question]))
-        merged = Candidates(cfg)
+        merged: Candidates | None = None
+        qvec = self._embed(question)
         rounds = 0
         prev_top: list[str] = []
+        sources: dict[str, set[str]] = {}
         while pending and rounds < cfg.max_rounds:
             rounds += 1
             for q in pending:
                 asked.append(q)
-                merged.merge(self._one_query(q, decomp, "event", top_k, round_no=rounds),
-                             weight=1.0 if rounds == 1 else cfg.followup_weight)
+                found = self._one_query(q, decomp, "event", top_k, round_no=rounds,
+                                        qvec=qvec if q == question else None)
+                if merged is None:
+                    merged = found
+                else:
+                    merged.merge(found, weight=cfg.followup_weight, exclude=sources.get(q))
+            assert merged is not None
+            merged.fill_sims(self.vectors, self.collections["chunks"], qvec)  # newcomers vs the question
             top = merged.ranked()[:top_k]
             top_ids = [c for c, _ in top]
             new = [c for c in top_ids if c not in prev_top]
@@ -203,9 +221,12 @@ class Retriever:
                 calls += 1
             if refl is None:
                 new_passages = [p for c, p in zip(top_ids, passages, strict=True) if c in new]
-                refl = rule_reflect(question, new_passages, asked, converged=not new)
+                refl = rule_reflect(question, new_passages, asked, converged=not new, relation=decomp.relation)
             prev_top = top_ids
             if refl.sufficient:
                 break
             pending = [q for q in refl.sub_queries if q not in asked]
-        return merged, rounds, asked, calls
+            for q in pending:  # a follow-up quoting a passage must find something other than that passage
+                body = q.split(": ", 1)[-1][:80]
+                sources[q] = {c for c, (_, text) in zip(top_ids, passages, strict=True) if body and body in text}
+        return merged or Candidates(cfg), rounds, asked, calls
