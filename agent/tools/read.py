@@ -24,6 +24,20 @@ def make_read(ctx: ToolContext) -> Tool:
         run, limit = ctx.run, ctx.options.read_chars
         chunk = ctx.backend.get_chunk(key)  # a chunk id wins; `section` only applies to documents
         if chunk is not None:
+            shown = [
+                s.n
+                for s in run.steps
+                if key in s.chunk_ids
+                and s.assistant.tool_calls
+                and s.assistant.tool_calls[0].name == "read"
+                and run.memory.covering(s.n) is None
+            ]
+            if shown:
+                run.counters.repeated_queries += 1
+                raise ToolError(
+                    f"chunk {key!r} is already shown in full at step {shown[-1]}; read another chunk, "
+                    "search for what is still missing, or answer."
+                )
             ev = Evidence(
                 chunk_id=chunk.chunk_id,
                 doc_id=chunk.doc_id,

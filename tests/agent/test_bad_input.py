@@ -152,3 +152,20 @@ def test_read_takes_chunk_ids_with_or_without_section_and_documents_by_part(back
     assert "married Marie" in out[1] and "born in Paris" not in out[1]
     assert "has sections 0-1, not 7" in out[2]
     assert "`c:d1#1` · doc `d1` · *Marie Curie*" in res.report
+
+
+def test_rereading_a_chunk_still_in_view_is_refused(backend):
+    model = ScriptedChatModel(
+        [
+            ("read", {"id": "d1#1"}),
+            ("read", {"id": "c:d1#1"}),
+            ("fold", {"start_step": 1, "end_step": 2, "summary": "Curie won the 1903 prize [c:d1#1]"}),
+            ("read", {"id": "d1#1"}),
+            ("answer", {"answer": "1903"}),
+        ]
+    )
+    res = run_agent(Q, AgentDeps(model, backend), RunOptions())
+    out = [s.results[0].content for s in res.run.steps]
+    assert "already shown in full at step 1" in out[1]
+    assert "Nobel Prize" in out[3]  # folded away: reading it again is allowed
+    assert res.run.counters.repeated_queries == 1
