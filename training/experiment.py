@@ -105,6 +105,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rl-steps", type=int, default=20)
     p.add_argument("--budget", type=int, default=4500, help="student-token context budget")
     p.add_argument("--home", type=Path, default=None)
+    p.add_argument("--max-steps", type=int, default=5, help="agent steps per episode")
+    p.add_argument("--step-tokens", type=int, default=128, help="max new tokens per agent turn")
     a = p.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
@@ -125,16 +127,16 @@ def main(argv: list[str] | None = None) -> None:
     rl_cfg = RLRunConfig.model_validate({
         "model": {"path": str(a.out / "sft" / "final")}, "output_dir": str(a.out / "rl"), "resume": False,
         "questions": {"path": str(a.questions), "offset": a.sft_n, "limit": a.rl_n}, "corpus": corpus,
-        "env": {"context_budget": a.budget, "max_steps": 6, "search_top_k": 3, "result_chars": 400,
+        "env": {"context_budget": a.budget, "max_steps": a.max_steps, "search_top_k": 3, "result_chars": 400,
                 "reward": {"context_budget": a.budget, "cost_per_1k": 0.25}},
         "schedule": {"enabled": True, "n_clusters": 3, "update_every": 5, "exploration": 1.0},
         "grpo": {"num_generations": 4, "per_device_train_batch_size": 4, "max_steps": a.rl_steps,
                  "learning_rate": 2e-4, "temperature": 1.0, "max_completion_length": 1536,
-                 "max_tool_calling_iterations": 6, "save_steps": 1000},
+                 "max_tool_calling_iterations": a.max_steps, "save_steps": 1000},
         "advantage": {"method": "siras"},
     })
-    options = RunOptions(max_steps=6, context_budget=a.budget, fold_summary="deterministic", search_top_k=3,
-                         result_chars=400, step_max_tokens=192)
+    options = RunOptions(max_steps=a.max_steps, context_budget=a.budget, fold_summary="deterministic",
+                         search_top_k=3, result_chars=400, step_max_tokens=a.step_tokens)
     results: dict[str, Any] = {"eval_questions": [q.id for q in ev_qs]}
     with open_backend(rl_cfg.corpus, both) as backend:
         data_dir = a.data
