@@ -6,6 +6,12 @@ default) and ``meta`` (JSON). Lite quirks handled here: collections are loaded o
 reopen; writes mark a collection dirty and it is flushed before the next search/count (unflushed
 segments make searches ~50x slower); a data directory locked by another process raises
 ``StoreLocked`` naming the lock file. Filters come from dicts (``milvus_filter``), never raw text.
+
+Performance (bench/storage.py, 100k x 384-d): Milvus Lite 3.2 makes one pure-Python pass over every
+row of a collection per search *call* (dedup/tombstone mask in ``milvus_lite.search.executor_indexed``),
+so a single-vector search costs O(rows) regardless of the index; pass many query vectors per
+``search`` call to amortise it, or use a Milvus server (``http://``) for large collections. HNSW with
+``search_ef=256`` gave recall@10 = 1.0 on clustered data (ef=64: 0.87); FLAT is slower in Lite.
 """
 
 from __future__ import annotations
