@@ -89,23 +89,28 @@ def dtw_banded(
     lb = np.asarray(len_b, dtype=np.int64)
     rows = np.arange(p)
     dist = dmat[rows, la - 1, lb - 1 - lo[rows, la - 1]]
+    # trace all pairs in lockstep; a finished pair stays at (0, 0) and its repeats are dropped
     a, b = la - 1, lb - 1
-    active = np.isfinite(dist)
-    out_p, out_a, out_b, out_k = [], [], [], []
-    for _ in range(2 * size):
-        if not active.any():
+    steps = 2 * size - 1
+    trace_a = np.empty((steps, p), dtype=np.int64)
+    trace_b = np.empty((steps, p), dtype=np.int64)
+    n_steps = 0
+    for t in range(steps):
+        trace_a[t], trace_b[t] = a, b
+        n_steps = t + 1
+        if t % 16 == 15 and not (a | b).any():
             break
-        ap, aa, bb = rows[active], a[active], b[active]
-        kb = bb - lo[ap, aa]
-        out_p.append(ap), out_a.append(aa), out_b.append(bb), out_k.append(kb)
-        step = pred[ap, aa, kb]
-        done = (aa == 0) & (bb == 0)
-        a[active] = aa - (step != 2)
-        b[active] = bb - (step != 1)
-        active[ap[done]] = False
-    cells = tuple(
-        np.concatenate(x) if x else np.zeros(0, dtype=np.int64) for x in (out_p, out_a, out_b, out_k)
-    )
+        step = pred[rows, a, b - lo[rows, a]]
+        done = (a == 0) & (b == 0)
+        a = np.where(done, 0, a - (step != 2))
+        b = np.where(done, 0, b - (step != 1))
+    ta, tb = trace_a[:n_steps], trace_b[:n_steps]
+    new = np.ones_like(ta, dtype=bool)
+    new[1:] = (ta[1:] != ta[:-1]) | (tb[1:] != tb[:-1])
+    new &= np.isfinite(dist)[None, :]
+    tt, pp = np.nonzero(new)
+    pa, pb = ta[tt, pp], tb[tt, pp]
+    cells = (pp, pa, pb, pb - lo[pp, pa])
     return dist, cells  # type: ignore[return-value]
 
 

@@ -93,17 +93,32 @@ def partner_pairs(v: int, max_partners: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _band_similarities(vec_all, uid, gidx_a, gidx_b, cols):
     """(P, S, K) similarities of band cells: through the Gram matrix of unique chunks when shared
-    scaffolding makes that cheaper, else through per-pair (S × S) products, then cut to the band."""
+    scaffolding makes that cheaper, else through per-pair products over the band's reach."""
     p, size, _ = cols.shape
     uniq, first = np.unique(uid, return_index=True)
-    if uniq.size**2 <= p * size * size:
+    if uniq.size**2 <= p * size * (cols.shape[2] + _ROW_BLOCK):  # compare the multiply-add counts
         vu = vec_all[first]
         gram = vu @ vu.T
         gb = np.take_along_axis(uid[gidx_b], cols.reshape(p, -1), axis=1).reshape(cols.shape)
         return gram[uid[gidx_a][..., None], gb]
-    # contiguous operands: numpy's stacked matmul falls back to a slow loop on strided ones
-    full = np.matmul(vec_all[gidx_a], np.ascontiguousarray(vec_all[gidx_b].transpose(0, 2, 1)))
-    return np.take_along_axis(full, cols, axis=2)
+    # per block of rows, multiply only by the columns the band can reach there (about a third of a full
+    # S × S product at the default band); contiguous operands, since numpy's stacked matmul falls back
+    # to a slow loop on strided ones
+    out = np.zeros(cols.shape, dtype=np.float32)
+    pidx = np.arange(p)[:, None]
+    for r0 in range(0, size, _ROW_BLOCK):
+        r1 = min(size, r0 + _ROW_BLOCK)
+        c_blk = cols[:, r0:r1, :]
+        c0 = c_blk.min(axis=(1, 2))
+        width = int((c_blk.max(axis=(1, 2)) - c0).max()) + 1
+        cidx = np.minimum(c0[:, None] + np.arange(width)[None, :], size - 1)
+        right = np.ascontiguousarray(vec_all[gidx_b[pidx, cidx]].transpose(0, 2, 1))  # (P, D, width)
+        prod = np.matmul(vec_all[gidx_a[:, r0:r1]], right)  # (P, rows, width)
+        out[:, r0:r1, :] = np.take_along_axis(prod, c_blk - c0[:, None, None], axis=2)
+    return out
+
+
+_ROW_BLOCK = 32
 
 
 def _weights(token_ids, lps, starts, chunks, n_ch, valid, config):
