@@ -30,6 +30,7 @@ from agent.options import RunOptions
 from agent.report import build_report
 from agent.state import AgentState, RunState
 from agent.tools import ExtraTool, ToolContext, ToolResult, build_registry
+from agent.tools.answer import clean_citations
 from agent.tools.context import counted_chat
 from agent.tools.fold import apply_fold
 from agent.tools.repair import normalize_call, parse_text_call
@@ -226,20 +227,45 @@ class AgentGraph:
         return run.to_graph()
 
     def force_answer(self, state: AgentState) -> dict[str, Any]:
+        """The framework's end: first ask for an `answer` call with the same prompt prefix and tools
+        (a local model reuses its KV cache), else a plain SHORT text answer."""
         run = RunState.from_graph(state)
-        messages = [*self.render(run), Message(role="user", content=prompts.FORCE_ANSWER)]
+        specs = self.tool_specs(run)
+        answer, cites = "", []
+        rendered = self.render(run)
         try:
             resp = counted_chat(
-                run, self.deps.model, messages, temperature=0.0, max_tokens=self.options.answer_max_tokens
+                run,
+                self.deps.model,
+                [*rendered, Message(role="user", content=prompts.FORCE_ANSWER_TOOL)],
+                tools=specs,
+                tool_choice="required",
+                temperature=0.0,
+                max_tokens=self.options.step_max_tokens,
             )
-            text = resp.text
+            calls = [normalize_call(c, [s.name for s in specs])[0] for c in resp.tool_calls]
+            call = next((c for c in calls if c.name == "answer" and not c.error), None)
+            if call is not None:
+                answer = short_answer(str(call.arguments.get("answer", "")))
+                raw = call.arguments.get("citations") or []
+                cites = [
+                    c for c in clean_citations(raw if isinstance(raw, list) else [raw]) if c in run.evidence
+                ]
+            if not answer:
+                resp = counted_chat(
+                    run,
+                    self.deps.model,
+                    [*rendered, Message(role="user", content=prompts.FORCE_ANSWER)],
+                    temperature=0.0,
+                    max_tokens=self.options.answer_max_tokens,
+                )
+                answer = short_answer(resp.text)
         except LLMError as exc:
-            text, run.stop_reason = "", f"{run.stop_reason}; LLM error: {exc}"
-        answer = short_answer(text)
+            run.stop_reason = f"{run.stop_reason}; LLM error: {exc}"
         run.steps.append(
             Step(n=run.next_step, kind="forced", assistant=Message(role="assistant", content=answer))
         )
-        run.answer = answer or "unknown"
+        run.answer, run.answer_citations = answer or "unknown", cites
         _emit({"type": "forced_answer", "answer": run.answer, "reason": run.stop_reason})
         return run.to_graph()
 

@@ -178,3 +178,20 @@ def test_guard_spares_a_fold_the_model_just_unfolded(backend):
     )
     turn_after_unfold = [c for c in model.calls if c["tools"]][5]["messages"]
     assert any(m.content.startswith("[step 1]") for m in turn_after_unfold)  # the model saw the originals
+
+
+def test_forced_answer_asks_for_an_answer_call_first(backend):
+    model = ScriptedChatModel(
+        [
+            ("search", {"query": "Marie Curie born"}),
+            ("answer", {"answer": "Warsaw.", "citations": ["d1#0", "bogus"]}),
+        ]
+    )
+    res = run_agent(Q, AgentDeps(model, backend), RunOptions(max_steps=1))
+    assert res.run.status == "forced" and res.run.answer == "Warsaw"
+    assert res.run.answer_citations == ["d1#0"]
+    last = model.calls[-1]
+    assert last["tools"] and "step limit is reached" in last["messages"][-1].content
+    assert [m.content for m in last["messages"][:-1]] == [
+        m.content for m in model.calls[0]["messages"][:2]
+    ] + [m.content for m in last["messages"][2:-1]]
