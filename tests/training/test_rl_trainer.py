@@ -130,3 +130,47 @@ def test_tool_result_tokens_stay_masked_and_means_hold(tiny, tmp_path) -> None:
     assert stats.kinds == ["normal", "all_wrong"]
     for i in range(g * 2):
         assert float(shaped[i][valid[i]].mean()) == pytest.approx(float(adv[i]), abs=1e-5)
+
+
+class _TwoRankAccelerator:
+    """Stand-in for accelerate across 2 ranks (this process is rank 1): pads and gathers against the
+    other rank's tensors, given in the order the trainer gathers them."""
+
+    num_processes = 2
+    process_index = 1
+
+    def __init__(self, other_rank: list[torch.Tensor], device: torch.device) -> None:
+        self.other = list(other_rank)
+        self.device = device
+        self._pending: torch.Tensor | None = None
+
+    def pad_across_processes(self, x, dim=1, pad_index=0):
+        self._pending = self.other.pop(0)
+        width = max(x.shape[dim], self._pending.shape[dim])
+        pad = lambda t: torch.nn.functional.pad(t, (0, width - t.shape[dim]), value=pad_index)  # noqa: E731
+        self._pending = pad(self._pending)
+        return pad(x)
+
+    def gather(self, x):
+        return torch.cat([self._pending, x], dim=0)
+
+
+def test_sibling_group_split_across_ranks_is_gathered(tiny, tmp_path) -> None:
+    """A group whose rollouts live on two ranks is shaped whole; each rank keeps its own rows."""
+    trainer = make_trainer(tiny, tmp_path, SirasConfig(max_chunk_len=3, min_chunk_len=1, gate=False))
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.randint(3, 500, (4, 12), generator=gen)
+    ids[1, :6] = ids[0, :6]
+    ids[3, :6] = ids[2, :6]
+    mask = torch.ones(4, 12, dtype=torch.long)
+    mask[2:, 9:] = 0  # rank 1's rows are shorter
+    adv = torch.tensor([1.0, -1.0, 0.5, -0.5])
+    trainer._siras_rewards = torch.tensor([1.0, 0.0, 0.75, 0.25])
+    full = {"completion_ids": ids, "completion_mask": mask, "advantages": adv}
+    expected, _ = trainer._siras_shape(full)  # one process holding the whole group
+    mine = {"completion_ids": ids[2:, :9], "completion_mask": mask[2:, :9], "advantages": adv[2:]}
+    other = [mask[:2], ids[:2], adv[:2, None]]  # order: mask, ids, advantages
+    trainer.accelerator = _TwoRankAccelerator(other, torch.device("cpu"))
+    got, stats = trainer._siras_shape(mine)
+    assert stats.kinds == ["normal"] and got.shape == (2, 9)
+    assert torch.allclose(got, expected[2:, :9])
