@@ -32,7 +32,7 @@ from training.common.loading import load_model_and_tokenizer  # noqa: E402
 from training.common.tiny import build_tiny_model  # noqa: E402
 from training.rl.siras import SirasConfig  # noqa: E402
 
-LR = 1e-3
+LR = 3e-4
 MAX_DIGIT = 2  # a, b in 0..2, a + b in 0..4
 
 
@@ -111,7 +111,7 @@ def train_arm(start: Path, out: Path, seed: int, steps: int, siras: SirasConfig)
         for _ in range(4 * steps)
     ]
     args = GRPOConfig(
-        output_dir=str(out), use_cpu=True, per_device_train_batch_size=32, num_generations=8,
+        output_dir=str(out), use_cpu=True, per_device_train_batch_size=64, num_generations=8,
         max_completion_length=40, max_steps=steps, learning_rate=LR, lr_scheduler_type="constant", beta=0.0, temperature=1.0,
         logging_steps=1, report_to=[], save_strategy="no", seed=seed, dataloader_num_workers=0,
         disable_tqdm=True,
@@ -165,8 +165,8 @@ def plot(results: dict, out: Path, threshold: float) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--steps", type=int, default=60)
-    ap.add_argument("--warm-steps", type=int, default=300)
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--warm-steps", type=int, default=200)
     ap.add_argument("--threshold", type=float, default=0.7)
     ap.add_argument(
         "--warm-correct", type=float, default=0.3, help="share of right answers in the warm start"
