@@ -195,3 +195,18 @@ def test_forced_answer_asks_for_an_answer_call_first(backend):
     assert [m.content for m in last["messages"][:-1]] == [
         m.content for m in model.calls[0]["messages"][:2]
     ] + [m.content for m in last["messages"][2:-1]]
+
+
+def test_long_report_numbers_the_citations_the_writer_used(backend):
+    model = ScriptedChatModel(
+        [
+            ("search", {"query": "Marie Curie born Warsaw"}),
+            ("answer", {"answer": "Warsaw", "citations": ["d1#0"]}),
+        ],
+        text_replies=["Marie Curie was born in Warsaw [c:d1#0], the capital of Poland [c:d3#0] [c:nope]."],
+    )
+    res = run_agent(Q, AgentDeps(model, backend), RunOptions(report_mode="long"))
+    assert (
+        "Marie Curie was born in Warsaw [1], the capital of Poland [2] ." in res.report
+    )  # unseen id dropped
+    assert "2. `c:d3#0` · doc `d3` · *Warsaw*" in res.report and "nope" not in res.report
