@@ -174,7 +174,9 @@ def main() -> None:
             for k in KS:
                 table.setdefault(name, {}).setdefault(k, []).append(recall(ranked_docs, q.gold, k))
 
-        for q in qs:
+        for qi, q in enumerate(qs, 1):
+            if qi % 20 == 0:
+                print(f"  retrieval: {qi}/{len(qs)} questions", flush=True)
             bm25 = [chunk_doc[c] for c, _ in lex.search(q.text, 30)]
             add("BM25", bm25, q)
             for mode in MODES:
