@@ -15,6 +15,7 @@ stored predecessors (ties prefer the diagonal step, then the step in a, then the
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 
 def band_limits(
@@ -48,70 +49,107 @@ def band_columns(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return np.where(valid, cols, 0), valid
 
 
-def dtw_banded(
-    cost: np.ndarray, lo: np.ndarray, hi: np.ndarray, len_a: np.ndarray, len_b: np.ndarray
+_HUGE = float(2**40)  # run-sum step of out-of-band cells: their D is >= 2^40 − K, never a minimum
+
+
+def dtw_rows(
+    cost: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    len_a: np.ndarray,
+    len_b: np.ndarray,
+    masked: bool = False,
 ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """DTW on band-stored costs.
+    """DTW on band-stored costs laid out row-major over all pairs.
 
     Args:
-        cost: (P, S, K) cost of band cell k of row a (column lo[p, a] + k); ignored outside the band.
+        cost: (S, P, K) cost of band cell k of row a of pair p (column lo[p, a] + k); ignored outside
+            the band. Runs in float64: float32 costs in [0, 1] are multiples of 2^-24, so every
+            sum is exact and the optimal path does not depend on the evaluation order.
         lo, hi: (P, S) band limits from :func:`band_limits`; len_a, len_b: (P,) lengths >= 1.
+        masked: the caller already set every cell outside the band to +inf.
 
     Returns:
         dist (P,) and the optimal path's cells as flat arrays (pair, row, column, band offset).
     """
-    p, size, k = cost.shape
-    kk = np.arange(k)[None, :]
-    width = hi - lo
-    dmat = np.full((p, size, k), np.inf, dtype=cost.dtype)  # float32 costs run in float32
-    pred = np.zeros((p, size, k), dtype=np.int8)
-    inf_col = np.full((p, 1), np.inf, dtype=cost.dtype)
-    base = (np.arange(p) * (k + 2))[:, None]
-    shift = np.diff(lo, axis=1)  # >= 0: band rows only move right
-    for a in range(size):
-        valid = kk <= width[:, a, None]
-        c = np.where(valid, cost[:, a, :], np.inf)
-        if a == 0:
-            up = np.full((p, k), np.inf)
-            diag = np.where(lo[:, 0, None] + kk == 0, 0.0, np.inf).astype(cost.dtype)
-        else:
-            prev = np.concatenate([inf_col, dmat[:, a - 1, :], inf_col], axis=1).ravel()  # padded by inf
-            idx = kk + shift[:, a - 1, None]  # column b in the previous row's band, +1 for the pad
-            up = prev[base + np.clip(idx + 1, 0, k + 1)]
-            diag = prev[base + np.clip(idx, 0, k + 1)]
-        x = c + np.minimum(diag, up)
-        run = np.cumsum(np.where(valid, c, 0), axis=1, dtype=cost.dtype)
-        d = np.where(valid, run + np.minimum.accumulate(x - run, axis=1), np.inf)
-        left = np.concatenate([inf_col, d[:, :-1]], axis=1) + c
-        dmat[:, a, :] = np.where(valid, np.minimum(x, left), np.inf)
-        pred[:, a, :] = np.where(left < x, 2, np.where(diag <= up, 0, 1))
+    size, p, k = cost.shape
     la = np.asarray(len_a, dtype=np.int64)
     lb = np.asarray(len_b, dtype=np.int64)
-    rows = np.arange(p)
-    dist = dmat[rows, la - 1, lb - 1 - lo[rows, la - 1]]
-    # trace all pairs in lockstep; a finished pair stays at (0, 0) and its repeats are dropped
-    a, b = la - 1, lb - 1
-    steps = 2 * size - 1
-    trace_a = np.empty((steps, p), dtype=np.int64)
-    trace_b = np.empty((steps, p), dtype=np.int64)
-    n_steps = 0
-    for t in range(steps):
-        trace_a[t], trace_b[t] = a, b
-        n_steps = t + 1
-        if t % 16 == 15 and not (a | b).any():
-            break
-        step = pred[rows, a, b - lo[rows, a]]
-        done = (a == 0) & (b == 0)
-        a = np.where(done, 0, a - (step != 2))
-        b = np.where(done, 0, b - (step != 1))
-    ta, tb = trace_a[:n_steps], trace_b[:n_steps]
-    new = np.ones_like(ta, dtype=bool)
-    new[1:] = (ta[1:] != ta[:-1]) | (tb[1:] != tb[:-1])
-    new &= np.isfinite(dist)[None, :]
+    kk = np.arange(k)
+    if masked:
+        c = cost.astype(np.float64)
+    else:
+        c = np.where(kk[None, None, :] <= (hi - lo).T[:, :, None], cost, np.inf).astype(
+            np.float64, copy=False
+        )
+    c0 = np.minimum(c, _HUGE)
+    c0_t = torch.from_numpy(c0)
+    shift = np.zeros((size, p), dtype=np.int64)
+    shift[1:] = np.maximum(np.diff(lo, axis=1).T, 0)  # band rows only move right (0 past a pair's end)
+    kp = k + 1 + int(shift.max(initial=0)) + 1
+    gather_base = (np.arange(p) * kp)[None, :, None] + shift[:, :, None]  # (S, P, 1)
+    jj = np.arange(k + 1)[None, :]
+    off_base = (shift - p * k).astype(np.int32)[
+        :, :, None
+    ]  # predecessor offsets: up = this, diag = this − 1, left = −1
+    prev = np.full((p, kp), np.inf)
+    prev[:, 0] = 0.0  # virtual row −1: the diagonal predecessor of cell (0, 0)
+    cur = np.full((p, kp), np.inf)
+    ib = np.empty((p, k + 1), dtype=np.int64)
+    w = np.empty((p, k + 1))
+    m, x, t = np.empty((p, k)), np.empty((p, k)), np.empty((p, k))
+    left = np.full((p, k), np.inf)
+    run, tmin = torch.empty((p, k), dtype=torch.float64), torch.empty((p, k), dtype=torch.float64)
+    t_t, run_np, tmin_np = torch.from_numpy(t), run.numpy(), tmin.numpy()
+    tidx = torch.empty((p, k), dtype=torch.long)
+    lt, dle = np.empty((p, k), dtype=bool), np.empty((p, k), dtype=bool)
+    off = np.empty((size, p, k), dtype=np.int32)
+    dist = np.full(p, np.inf)
+    end_k = lb - 1 - lo[np.arange(p), la - 1]
+    ends = {int(a): np.flatnonzero(la - 1 == a) for a in np.unique(la - 1)}
+    for a in range(size):
+        np.add(gather_base[a], jj, out=ib)
+        np.take(prev.reshape(-1), ib, out=w)
+        diag, up = w[:, :-1], w[:, 1:]
+        np.less_equal(diag, up, out=dle)
+        np.minimum(diag, up, out=m)
+        np.add(c[a], m, out=x)
+        # horizontal steps: D[b] = min(x[b], D[b−1] + c[b]) = run[b] + cummin(x − run)[b]
+        torch.cumsum(c0_t[a], 1, out=run)
+        np.subtract(x, run_np, out=t)
+        torch.cummin(t_t, 1, out=(tmin, tidx))
+        np.add(tmin_np, run_np, out=t)
+        np.add(t[:, :-1], c[a][:, 1:], out=left[:, 1:])  # D[b−1] + c[b]: the step in b
+        np.less(left, x, out=lt)
+        d = cur[:, 1 : k + 1]
+        np.minimum(x, left, out=d)
+        np.subtract(off_base[a], dle.view(np.int8), out=off[a])
+        np.putmask(off[a], lt, -1)
+        if a in ends:
+            q = ends[a]
+            dist[q] = d[q, end_k[q]]
+        prev, cur = cur, prev
+        if a == 0:
+            cur[:, 0] = np.inf
+    dist[dist >= _HUGE / 2] = np.inf
+    off[0, :, 0] = 0  # the start cells are fixed points of the traceback
+    finite = np.isfinite(dist)
+    pk = p * k
+    pos = np.where(finite, ((la - 1) * p + np.arange(p)) * k + end_k, np.arange(p) * k)
+    steps = int((la + lb).max()) - 1
+    trace = np.empty((steps, p), dtype=np.int64)
+    flat_off = off.reshape(-1)
+    for s in range(steps):  # all pairs in lockstep; a finished pair stays on its start cell
+        trace[s] = pos
+        pos = pos + flat_off.take(pos)
+    new = np.ones_like(trace, dtype=bool)
+    new[1:] = trace[1:] != trace[:-1]
+    new &= finite[None, :]
     tt, pp = np.nonzero(new)
-    pa, pb = ta[tt, pp], tb[tt, pp]
-    cells = (pp, pa, pb, pb - lo[pp, pa])
-    return dist, cells  # type: ignore[return-value]
+    f = trace[tt, pp]
+    pa, pk_ = f // pk, f % k
+    cells = (pp, pa, lo[pp, pa] + pk_, pk_)
+    return dist, cells
 
 
 def dtw_batch(
@@ -127,8 +165,8 @@ def dtw_batch(
         raise ValueError("dtw_batch: every sequence length must be in [1, S]")
     lo, hi = band_limits(la, lb, size, halfwidth)
     cols, _ = band_columns(lo, hi)
-    band_cost = np.take_along_axis(cost, cols, axis=2)
-    dist, (pp, pa, pb, _) = dtw_banded(band_cost, lo, hi, la, lb)
+    band_cost = np.take_along_axis(cost, cols, axis=2).transpose(1, 0, 2)
+    dist, (pp, pa, pb, _) = dtw_rows(np.ascontiguousarray(band_cost), lo, hi, la, lb)
     path = np.zeros((p, size, size), dtype=bool)
     path[pp, pa, pb] = True
     return dist, path

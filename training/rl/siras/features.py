@@ -15,6 +15,17 @@ def _hash(x: np.ndarray, dim: int) -> np.ndarray:
     return ((h >> np.uint64(29)) % np.uint64(dim)).astype(np.int64)
 
 
+def hash_buckets(
+    token_ids: np.ndarray, chunk: np.ndarray, starts: np.ndarray, dim: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Flat bucket indices ``chunk * dim + hash`` of every unigram and every within-chunk bigram."""
+    ids = np.asarray(token_ids, dtype=np.int64)
+    uni = chunk * dim + _hash(ids, dim)
+    keep = ~starts[1:]
+    big = chunk[1:][keep] * dim + _hash(ids[:-1][keep] * 1_000_003 + ids[1:][keep] + (1 << 40), dim)
+    return uni, big
+
+
 def chunk_vectors(
     token_ids: np.ndarray, chunk: np.ndarray, starts: np.ndarray, n_chunks: int, dim: int
 ) -> np.ndarray:
@@ -22,12 +33,14 @@ def chunk_vectors(
 
     Non-negative vectors, so cosine similarity lies in [0, 1]; identical chunks have similarity 1.
     """
-    ids = np.asarray(token_ids, dtype=np.int64)
-    uni = chunk * dim + _hash(ids, dim)
-    keep = ~starts[1:]
-    big = chunk[1:][keep] * dim + _hash(ids[:-1][keep] * 1_000_003 + ids[1:][keep] + (1 << 40), dim)
+    uni, big = hash_buckets(token_ids, chunk, starts, dim)
     counts = np.bincount(np.concatenate([uni, big]), minlength=n_chunks * dim).astype(np.float32)
-    vec = counts.reshape(n_chunks, dim)
+    return normalise(counts.reshape(n_chunks, dim))
+
+
+def normalise(counts: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm (float32)."""
+    vec = counts.astype(np.float32, copy=False)
     norm = np.linalg.norm(vec, axis=1, keepdims=True)
     return vec / np.maximum(norm, 1e-12)
 

@@ -18,15 +18,15 @@ import numpy as np
 
 from training.rl.siras.chunking import StructureMarkers, chunk_index, chunk_starts
 from training.rl.siras.config import SirasConfig
-from training.rl.siras.dtw import band_columns, band_limits, dtw_banded
+from training.rl.siras.dtw import band_limits, dtw_rows
 from training.rl.siras.features import (
     average_linkage_labels,
     chunk_hashes,
-    chunk_vectors,
     js_divergence,
+    normalise,
     same_label_pairs,
-    surprise_histograms,
 )
+from training.rl.siras.similarity import band_similarities, chunk_counts, inverse_norms, pair_similarities
 
 
 @dataclass(frozen=True)
@@ -91,48 +91,18 @@ def partner_pairs(v: int, max_partners: int) -> tuple[np.ndarray, np.ndarray]:
     return pairs[:, 0], pairs[:, 1]
 
 
-def _band_similarities(vec_all, uid, gidx_a, gidx_b, cols):
-    """(P, S, K) similarities of band cells: through the Gram matrix of unique chunks when shared
-    scaffolding makes that cheaper, else through per-pair products over the band's reach."""
-    p, size, _ = cols.shape
-    uniq, first = np.unique(uid, return_index=True)
-    if uniq.size**2 <= p * size * (cols.shape[2] + _ROW_BLOCK):  # compare the multiply-add counts
-        vu = vec_all[first]
-        gram = vu @ vu.T
-        gb = np.take_along_axis(uid[gidx_b], cols.reshape(p, -1), axis=1).reshape(cols.shape)
-        return gram[uid[gidx_a][..., None], gb]
-    # per block of rows, multiply only by the columns the band can reach there (about a third of a full
-    # S × S product at the default band); contiguous operands, since numpy's stacked matmul falls back
-    # to a slow loop on strided ones
-    out = np.zeros(cols.shape, dtype=np.float32)
-    pidx = np.arange(p)[:, None]
-    for r0 in range(0, size, _ROW_BLOCK):
-        r1 = min(size, r0 + _ROW_BLOCK)
-        c_blk = cols[:, r0:r1, :]
-        c0 = c_blk.min(axis=(1, 2))
-        width = int((c_blk.max(axis=(1, 2)) - c0).max()) + 1
-        cidx = np.minimum(c0[:, None] + np.arange(width)[None, :], size - 1)
-        right = np.ascontiguousarray(vec_all[gidx_b[pidx, cidx]].transpose(0, 2, 1))  # (P, D, width)
-        prod = np.matmul(vec_all[gidx_a[:, r0:r1]], right)  # (P, rows, width)
-        out[:, r0:r1, :] = np.take_along_axis(prod, c_blk - c0[:, None, None], axis=2)
-    return out
-
-
-_ROW_BLOCK = 32
-
-
 def _weights(token_ids, lps, starts, chunks, n_ch, valid, config):
     size = int(n_ch.max())
     nb = len(config.surprise_bins) + 1
     v = len(valid)
     lens = n_ch[valid]
-    vec_all = np.concatenate(
-        [chunk_vectors(token_ids[j], chunks[j], starts[j], int(n_ch[j]), config.hash_dim) for j in valid]
-    )
-    uid = np.unique(
-        np.concatenate([chunk_hashes(token_ids[j], starts[j]) for j in valid]), return_inverse=True
-    )[1]
     offsets = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    gchunk = np.concatenate([chunks[j] + o for j, o in zip(valid, offsets, strict=True)])
+    counts = chunk_counts(
+        np.concatenate([token_ids[j] for j in valid]), gchunk, np.concatenate([starts[j] for j in valid]),
+        int(lens.sum()), config.hash_dim,
+    )  # fmt: skip
+    inv = inverse_norms(counts)
     ar = np.arange(size)[None, :]
     gidx = np.where(ar < lens[:, None], offsets[:, None] + ar, 0)  # (v, S) global chunk index (0 = pad)
     has_lp = config.gate and all(lps[j] is not None for j in valid)
@@ -141,19 +111,22 @@ def _weights(token_ids, lps, starts, chunks, n_ch, valid, config):
     if config.alignment == "dtw":
         halfwidth = np.maximum(config.min_band, np.ceil(config.band * np.maximum(la, lb))).astype(np.int64)
         lo, hi = band_limits(la, lb, size, halfwidth)
-        cols, _ = band_columns(lo, hi)
-        sims = _band_similarities(vec_all, uid, gidx[ia], gidx[ib], cols)
-        _, (pp, pa, pb, _) = dtw_banded(1.0 - np.clip(sims, 0.0, 1.0), lo, hi, la, lb)
+        k = int((hi - lo).max()) + 1
+        sims = band_similarities(counts, inv, offsets[ia], offsets[ib], la, lo, hi, k)
+        cost = np.float32(1.0) - np.minimum(sims, np.float32(1.0))  # +inf outside the band
+        _, (pp, pa, pb, pk) = dtw_rows(cost, lo, hi, la, lb, masked=True)
+        on = sims[pa, pp, pk]
     else:
         m = np.minimum(la, lb)
         pp = np.repeat(np.arange(ia.size), m)
         pa = pb = np.arange(pp.size) - np.repeat(np.cumsum(m) - m, m)
-    on = np.clip(np.einsum("nd,nd->n", vec_all[gidx[ia[pp], pa]], vec_all[gidx[ib[pp], pb]]), 0.0, 1.0)
+        on = pair_similarities(counts, inv, gidx[ia[pp], pa], gidx[ib[pp], pb])
+    on = np.clip(on, 0.0, 1.0).astype(np.float64)
     on[on > 1.0 - 1e-6] = 1.0  # float32 round-off: identical chunks match exactly
     m_ab = np.zeros((ia.size, size))
     m_ba = np.zeros((ia.size, size))
-    np.maximum.at(m_ab, (pp, pa), on)
-    np.maximum.at(m_ba, (pp, pb), on)
+    np.maximum.at(m_ab.reshape(-1), pp * size + pa, on)
+    np.maximum.at(m_ba.reshape(-1), pp * size + pb, on)
     count = (np.bincount(ia, minlength=v) + np.bincount(ib, minlength=v)).astype(np.float64)[:, None]
 
     def mean_match() -> np.ndarray:
@@ -163,15 +136,25 @@ def _weights(token_ids, lps, starts, chunks, n_ch, valid, config):
         return np.clip(msum / count, 0.0, 1.0)
 
     if config.cluster:
-        _credit_clusters(mean_match(), vec_all, uid, gidx, lens, ia, ib, m_ab, m_ba, config)
+
+        def keys() -> np.ndarray:
+            return np.concatenate([chunk_hashes(token_ids[j], starts[j]) for j in valid])
+
+        _credit_clusters(mean_match(), counts, keys, gidx, lens, ia, ib, m_ab, m_ba, config)
     d = (1.0 - mean_match()) ** config.gamma
     if has_lp:
-        hist = _pad([surprise_histograms(lps[j], chunks[j], int(n_ch[j]), config.surprise_bins) for j in valid],
-                    size, 0.0)  # fmt: skip
-        pooled = np.zeros((v, size, nb))
-        np.add.at(pooled, (ia[pp], pa), hist[ib[pp], pb])
-        np.add.at(pooled, (ib[pp], pb), hist[ia[pp], pa])
-        js = js_divergence(hist, pooled)
+        edges = np.asarray(config.surprise_bins)
+        rows = np.concatenate([r * size + chunks[j] for r, j in enumerate(valid)])
+        bins = np.searchsorted(edges, -np.concatenate([np.asarray(lps[j], dtype=np.float64) for j in valid]),
+                               side="right")  # fmt: skip
+        hist = np.bincount(rows * nb + bins, minlength=v * size * nb).reshape(v * size, nb).astype(np.float64)
+        target = np.concatenate([ia[pp] * size + pa, ib[pp] * size + pb])
+        source = np.concatenate([ib[pp] * size + pb, ia[pp] * size + pa])
+        pooled = np.bincount(
+            (target[:, None] * nb + np.arange(nb)).reshape(-1), weights=hist[source].reshape(-1),
+            minlength=v * size * nb,
+        ).reshape(v, size, nb)  # fmt: skip
+        js = js_divergence(hist.reshape(v, size, nb), pooled)
         g = config.gate_floor + (1.0 - config.gate_floor) * np.minimum(1.0, js / config.js_ref)
     else:
         g = np.ones_like(d)
@@ -185,7 +168,7 @@ def _weights(token_ids, lps, starts, chunks, n_ch, valid, config):
     return match, omega
 
 
-def _credit_clusters(m, vec_all, uid, gidx, lens, ia, ib, m_ab, m_ba, config) -> None:
+def _credit_clusters(m, counts, keys, gidx, lens, ia, ib, m_ab, m_ba, config) -> None:
     """Raise s_{j→k}(c) to the best similarity with a chunk of k in c's average-linkage cluster.
 
     Only chunks the alignment left poorly matched (m < cluster_max_match) are clustered: shared
@@ -197,7 +180,8 @@ def _credit_clusters(m, vec_all, uid, gidx, lens, ia, ib, m_ab, m_ba, config) ->
         return
     roll, ch = np.nonzero(cand)
     g = gidx[roll, ch]
-    labels = average_linkage_labels(vec_all[g], config.cluster_cut, uid[g])
+    vec = normalise(counts[g])
+    labels = average_linkage_labels(vec, config.cluster_cut, keys()[g])
     left, right = same_label_pairs(labels)
     pair_id = np.full((v, v), -1, dtype=np.int64)
     pair_id[ia, ib] = np.arange(ia.size)
@@ -206,7 +190,7 @@ def _credit_clusters(m, vec_all, uid, gidx, lens, ia, ib, m_ab, m_ba, config) ->
     pid = pair_id[rl, rr]
     keep = (rl != rr) & (pid >= 0)
     left, right, rl, rr, pid = left[keep], right[keep], rl[keep], rr[keep], pid[keep]
-    sim = np.clip(np.einsum("nd,nd->n", vec_all[g[left]], vec_all[g[right]]), 0.0, 1.0)
+    sim = np.clip(np.einsum("nd,nd->n", vec[left], vec[right]), 0.0, 1.0)
     a_side = rl < rr
     np.maximum.at(m_ab, (pid[a_side], ch[left][a_side]), sim[a_side])
     np.maximum.at(m_ba, (pid[~a_side], ch[left][~a_side]), sim[~a_side])

@@ -1,0 +1,198 @@
+"""The vectorised SIRAS weights equal a small loop-per-pair reference implementation on random groups.
+
+The reference aligns each sibling pair on its own with a plain banded DTW (cell by cell, float64, ties:
+diagonal, then the step in a, then the step in b) over a dense similarity matrix, and accumulates
+matches, cluster credit and pooled surprise profiles cell by cell. Similarities use the library's
+definition (exact integer count dot products, scaled by float32 inverse norms), so both sides see the
+same bits and the DTW paths must be identical.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from training.rl.siras import (
+    SirasConfig,
+    StructureMarkers,
+    chunk_index,
+    chunk_starts,
+    group_weights,
+    mean_match,
+)
+from training.rl.siras.features import (
+    average_linkage_labels,
+    chunk_hashes,
+    hash_buckets,
+    js_divergence,
+    normalise,
+    same_label_pairs,
+)
+from training.rl.siras.weights import partner_pairs
+
+
+def _counts(ids: np.ndarray, starts: np.ndarray, dim: int) -> np.ndarray:
+    chunk = chunk_index(starts)
+    n = int(starts.sum())
+    out = np.zeros((n, dim), dtype=np.float32)
+    uni, big = hash_buckets(ids, chunk, starts, dim)
+    for flat in np.concatenate([uni, big]):
+        out[flat // dim, flat % dim] += 1
+    return out
+
+
+def _inv(counts: np.ndarray) -> np.ndarray:
+    return (1.0 / np.sqrt((counts.astype(np.float64) ** 2).sum(1))).astype(np.float32)
+
+
+def _dtw_path(cost: np.ndarray, w: int) -> list[tuple[int, int]]:
+    la, lb = cost.shape
+    d = np.full((la + 1, lb + 1), np.inf)
+    d[0, 0] = 0.0
+    pred = np.zeros((la, lb), dtype=np.int64)
+    for a in range(la):
+        for b in range(lb):
+            if abs(a * lb - b * la) > w * max(la, lb):
+                continue
+            diag, up, left = d[a, b], d[a, b + 1], d[a + 1, b]
+            if left < min(diag, up):
+                pred[a, b], best = 2, left
+            elif diag <= up:
+                pred[a, b], best = 0, diag
+            else:
+                pred[a, b], best = 1, up
+            d[a + 1, b + 1] = float(cost[a, b]) + best
+    a, b, path = la - 1, lb - 1, []
+    while True:
+        path.append((a, b))
+        if a == 0 and b == 0:
+            return path
+        step = pred[a, b]
+        a, b = a - (step != 2), b - (step != 1)
+
+
+def reference_weights(token_ids, logprobs, config: SirasConfig, markers: StructureMarkers):
+    n = len(token_ids)
+    starts = [chunk_starts(token_ids[j], logprobs[j], config, markers) for j in range(n)]
+    chunks = [chunk_index(s) for s in starts]
+    counts = [_counts(token_ids[j], starts[j], config.hash_dim) for j in range(n)]
+    inv = [_inv(c) for c in counts]
+    n_ch = [c.shape[0] for c in counts]
+    ia, ib = partner_pairs(n, config.max_partners)
+    m_ab = [np.zeros(n_ch[a]) for a in ia]
+    m_ba = [np.zeros(n_ch[b]) for b in ib]
+    paths = []
+    for q, (a, b) in enumerate(zip(ia, ib, strict=True)):
+        sim = np.minimum((counts[a] @ counts[b].T * inv[a][:, None]) * inv[b][None, :], np.float32(1.0))
+        if config.alignment == "dtw":
+            hw = max(config.min_band, int(np.ceil(config.band * max(n_ch[a], n_ch[b]))))
+            path = _dtw_path(np.float32(1.0) - sim, hw)
+        else:
+            path = [(i, i) for i in range(min(n_ch[a], n_ch[b]))]
+        paths.append(path)
+        for x, y in path:
+            s = 1.0 if sim[x, y] > 1.0 - 1e-6 else float(sim[x, y])
+            m_ab[q][x] = max(m_ab[q][x], s)
+            m_ba[q][y] = max(m_ba[q][y], s)
+
+    def mean_m():
+        tot = [np.zeros(c) for c in n_ch]
+        cnt = np.zeros(n)
+        for q, (a, b) in enumerate(zip(ia, ib, strict=True)):
+            tot[a] += m_ab[q]
+            tot[b] += m_ba[q]
+            cnt[a] += 1
+            cnt[b] += 1
+        return [np.clip(t / c, 0.0, 1.0) for t, c in zip(tot, cnt, strict=True)]
+
+    if config.cluster:
+        m = mean_m()
+        cand = [(j, c) for j in range(n) for c in range(n_ch[j]) if m[j][c] < config.cluster_max_match]
+        if 2 <= len(cand) <= config.cluster_max_chunks:
+            vec = normalise(np.stack([counts[j][c] for j, c in cand]))
+            keys = np.array([chunk_hashes(token_ids[j], starts[j])[c] for j, c in cand])
+            labels = average_linkage_labels(vec, config.cluster_cut, keys)
+            sims = np.clip(np.einsum("nd,nd->n", *[vec[i] for i in same_label_pairs(labels)]), 0.0, 1.0)
+            for (left, right), s in zip(zip(*same_label_pairs(labels), strict=True), sims, strict=True):
+                (j, c), (k, _) = cand[left], cand[right]
+                for q, (a, b) in enumerate(zip(ia, ib, strict=True)):
+                    if (a, b) == (j, k):
+                        m_ab[q][c] = max(m_ab[q][c], s)
+                    elif (a, b) == (k, j):
+                        m_ba[q][c] = max(m_ba[q][c], s)
+    m = mean_m()
+    omega, mult = [], []
+    for j in range(n):
+        g = np.ones(n_ch[j])
+        if config.gate:
+            nb = len(config.surprise_bins) + 1
+            bins = np.searchsorted(np.asarray(config.surprise_bins), -logprobs[j], side="right")
+            hist = np.zeros((n_ch[j], nb))
+            np.add.at(hist, (chunks[j], bins), 1.0)
+            pooled = np.zeros_like(hist)
+            for q, (a, b) in enumerate(zip(ia, ib, strict=True)):
+                if j not in (a, b):
+                    continue
+                other = b if j == a else a
+                ob = np.searchsorted(np.asarray(config.surprise_bins), -logprobs[other], side="right")
+                ohist = np.zeros((n_ch[other], nb))
+                np.add.at(ohist, (chunks[other], ob), 1.0)
+                for x, y in paths[q]:
+                    mine, theirs = (x, y) if j == a else (y, x)
+                    pooled[mine] += ohist[theirs]
+            js = js_divergence(hist, pooled)
+            g = config.gate_floor + (1.0 - config.gate_floor) * np.minimum(1.0, js / config.js_ref)
+        w = config.eps_w + (1.0 - config.eps_w) * (1.0 - m[j]) ** config.gamma * g
+        omega.append(w)
+        mult.append(mean_match(w[chunks[j]] / w[chunks[j]].mean(), config))
+    return m, omega, mult
+
+
+CONFIGS = [
+    {},
+    {"alignment": "positional"},
+    {"gate": False},
+    {"cluster": False},
+    {"max_partners": 2},
+    {"band": 0.01, "min_band": 1},
+    {"band": 0.3, "gamma": 2.0},
+]
+
+
+@st.composite
+def random_group(draw):
+    n = draw(st.integers(2, 6))
+    vocab = draw(st.integers(3, 30))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    long = draw(st.booleans())  # long: > 64 chunks per rollout (several product row blocks)
+    base = rng.integers(0, vocab, 400 if long else 60)
+    toks = []
+    for _ in range(n):
+        t = base[: rng.integers(len(base) // 2, len(base) + 1)].copy()
+        flips = rng.random(t.size) < draw(st.sampled_from([0.0, 0.05, 0.3]))
+        t[flips] = rng.integers(0, vocab, int(flips.sum()))
+        toks.append(t)
+    lps = [-rng.gamma(1.0, 1.5, t.size) for t in toks]
+    extra = {"max_chunk_len": 4, "min_chunk_len": 2} if long else {}
+    return toks, lps, SirasConfig(**draw(st.sampled_from(CONFIGS)), **extra)
+
+
+def _markers() -> StructureMarkers:
+    m = StructureMarkers.empty(40)
+    m.split_after[0] = True
+    m.newline[0] = True
+    m.split_before[1] = True
+    return m
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_group())
+def test_vectorised_weights_equal_reference(group) -> None:
+    toks, lps, cfg = group
+    got = group_weights(toks, lps, cfg, _markers())
+    m, omega, mult = reference_weights(toks, lps, cfg, _markers())
+    for j in range(len(toks)):
+        np.testing.assert_allclose(got.match[j], m[j], rtol=0, atol=1e-9)
+        np.testing.assert_allclose(got.omega[j], omega[j], rtol=0, atol=1e-9)
+        np.testing.assert_allclose(got.multipliers[j], mult[j], rtol=0, atol=1e-9)
