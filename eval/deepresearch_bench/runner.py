@@ -42,8 +42,8 @@ class AgentReportWriter:
 
     Prompts longer than `max_prompt_chars` (the agent refuses questions over 4000 characters; two DRB
     tasks are longer) are replaced by the judge's task text plus a one-line blocked-source notice.
-    The agent's report opens with the question as its title; that heading is replaced by the task's
-    short description, so the judge never reads the blocked source's URLs as part of the report."""
+    The agent's report opens with the question as its title; that heading is replaced by a plain
+    one, so the judge never reads the blocked source's URLs as part of the report."""
 
     def __init__(self, caller: AgentCaller, max_prompt_chars: int = 4000) -> None:
         self.caller = caller
@@ -62,7 +62,7 @@ class AgentReportWriter:
         report = out.report or out.answer
         first, _, rest = report.partition("\n")
         if first.startswith("# ") and " ".join(first[2:].split()) == " ".join(prompt.split()):
-            report = f"# {task.description or 'Report'}\n{rest}"
+            report = f"# Research report\n{rest}"
         return WrittenReport(report=report, stats=out.stats)
 
 

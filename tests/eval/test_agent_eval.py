@@ -78,5 +78,5 @@ def test_agent_writer_shortens_long_prompts_and_drops_echoed_question(fixtures_d
     writer = AgentReportWriter(AgentCaller(fake_agent, None, None, None), max_prompt_chars=60)
     written = writer.write(task)
     assert seen[0].startswith(task.task[:40]) and len(seen[0]) <= 60
-    assert written.report == "# Tram line study\n\nBody." and written.stats == {"steps": 1}
+    assert written.report == "# Research report\n\nBody." and written.stats == {"steps": 1}
     assert AgentReportWriter(AgentCaller(fake_agent, None, None, None)).prompt_for(task) == task.prompt
