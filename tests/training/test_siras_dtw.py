@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from training.rl.siras import dtw, dtw_kernel
 from training.rl.siras.dtw import band_mask, dtw_batch, positional_path
 
 
@@ -120,3 +121,18 @@ def test_float32_costs_give_the_same_alignment() -> None:
     d64, p64 = dtw_batch(cost, la, lb, 2)
     d32, p32 = dtw_batch(cost.astype(np.float32), la, lb, 2)
     assert np.allclose(d64, d32, atol=1e-5) and (p64 == p32).all()
+
+
+@pytest.mark.skipif(not dtw_kernel.AVAILABLE, reason="numba not installed: only the numpy path exists")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_kernel_equals_numpy_rows(dtype, monkeypatch) -> None:
+    rng = np.random.default_rng(7)
+    size, p = 30, 20
+    cost = rng.random((p, size, size)).astype(dtype)
+    cost[:, ::3, ::2] = 0.0  # exact ties: the tie rule decides
+    la, lb = rng.integers(1, size + 1, p), rng.integers(1, size + 1, p)
+    w = rng.integers(1, 8, p)
+    d1, p1 = dtw_batch(cost, la, lb, w)
+    monkeypatch.setattr(dtw, "COMPILED", False)
+    d2, p2 = dtw_batch(cost, la, lb, w)
+    assert np.allclose(d1, d2, rtol=0, atol=1e-9) and (p1 == p2).all()

@@ -18,6 +18,8 @@ from training.rl.siras import (
     StructureMarkers,
     chunk_index,
     chunk_starts,
+    dtw,
+    dtw_kernel,
     group_weights,
     mean_match,
 )
@@ -187,10 +189,16 @@ def _markers() -> StructureMarkers:
 
 
 @settings(max_examples=60, deadline=None)
-@given(random_group())
-def test_vectorised_weights_equal_reference(group) -> None:
+@given(random_group(), st.booleans())
+def test_vectorised_weights_equal_reference(group, compiled) -> None:
+    """Both DTW paths: the numba kernel (when installed) and the numpy row scan."""
     toks, lps, cfg = group
-    got = group_weights(toks, lps, cfg, _markers())
+    saved = dtw.COMPILED
+    dtw.COMPILED = compiled and dtw_kernel.AVAILABLE
+    try:
+        got = group_weights(toks, lps, cfg, _markers())
+    finally:
+        dtw.COMPILED = saved
     m, omega, mult = reference_weights(toks, lps, cfg, _markers())
     for j in range(len(toks)):
         np.testing.assert_allclose(got.match[j], m[j], rtol=0, atol=1e-9)

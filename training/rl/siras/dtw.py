@@ -17,6 +17,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from training.rl.siras import dtw_kernel
+
+COMPILED = dtw_kernel.AVAILABLE  # numba kernel when installed; tests switch it off to check the numpy path
+
 
 def band_limits(
     len_a: np.ndarray, len_b: np.ndarray, size: int, halfwidth: np.ndarray | int
@@ -72,6 +76,8 @@ def dtw_rows(
     Returns:
         dist (P,) and the optimal path's cells as flat arrays (pair, row, column, band offset).
     """
+    if COMPILED:
+        return dtw_kernel.dtw_compiled(cost, lo, hi, len_a, len_b)
     size, p, k = cost.shape
     la = np.asarray(len_a, dtype=np.int64)
     lb = np.asarray(len_b, dtype=np.int64)

@@ -40,7 +40,14 @@ def pair_similarities(counts: np.ndarray, inv: np.ndarray, ga: np.ndarray, gb: n
     return (dot * inv[ga]) * inv[gb]
 
 
-def band_similarities(
+def band_gather(buf: np.ndarray, row_base: np.ndarray, lo: np.ndarray, hi: np.ndarray, k: int) -> np.ndarray:
+    """(S, P, K) float32 similarities of every pair's band cells (row a, column lo[p, a] + k) from
+    :func:`band_products`; −inf outside the band."""
+    valid = np.arange(k) <= (hi - lo).T[:, :, None]
+    return buf.take(np.where(valid, row_base[:, :, None] + np.arange(k), buf.size - 1))
+
+
+def band_products(
     counts: np.ndarray,
     inv: np.ndarray,
     off_a: np.ndarray,
@@ -48,10 +55,10 @@ def band_similarities(
     len_a: np.ndarray,
     lo: np.ndarray,
     hi: np.ndarray,
-    k: int,
-) -> np.ndarray:
-    """(S, P, K) float32 similarities of every pair's band cells (row a, column lo[p, a] + k); −inf
-    outside the band. Chunk a of pair p is global chunk off_a[p] + a, column b is off_b[p] + b."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """Similarities of the band cells in row blocks: (buf, row_base (S, P)), the similarity of band
+    cell k of row a of pair p at buf[row_base[a, p] + k]; buf[-1] = −inf. Chunk a of pair p is global
+    chunk off_a[p] + a, its column b is off_b[p] + b."""
     p, size = lo.shape
     dim = counts.shape[1]
     la = np.asarray(len_a, dtype=np.int64)
@@ -87,7 +94,4 @@ def band_similarities(
     a = np.arange(size)
     blk = a // rows
     row_base = base[:, blk].T + (a - blk * rows)[:, None] * width[:, blk].T + (lo.T - c0[:, blk].T)  # (S, P)
-    kk = np.arange(k)
-    idx = row_base[:, :, None] + kk
-    valid = kk <= (hi - lo).T[:, :, None]
-    return buf.take(np.where(valid, idx, total))
+    return buf, np.where(a[:, None] < la[None, :], row_base, 0)

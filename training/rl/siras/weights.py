@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from training.rl.siras import dtw, dtw_kernel
 from training.rl.siras.chunking import StructureMarkers, chunk_index, chunk_starts
 from training.rl.siras.config import SirasConfig
-from training.rl.siras.dtw import band_limits, dtw_rows
+from training.rl.siras.dtw import band_limits
 from training.rl.siras.features import (
     average_linkage_labels,
     chunk_hashes,
@@ -26,7 +27,13 @@ from training.rl.siras.features import (
     normalise,
     same_label_pairs,
 )
-from training.rl.siras.similarity import band_similarities, chunk_counts, inverse_norms, pair_similarities
+from training.rl.siras.similarity import (
+    band_gather,
+    band_products,
+    chunk_counts,
+    inverse_norms,
+    pair_similarities,
+)
 
 
 @dataclass(frozen=True)
@@ -111,11 +118,15 @@ def _weights(token_ids, lps, starts, chunks, n_ch, valid, config):
     if config.alignment == "dtw":
         halfwidth = np.maximum(config.min_band, np.ceil(config.band * np.maximum(la, lb))).astype(np.int64)
         lo, hi = band_limits(la, lb, size, halfwidth)
-        k = int((hi - lo).max()) + 1
-        sims = band_similarities(counts, inv, offsets[ia], offsets[ib], la, lo, hi, k)
-        cost = np.float32(1.0) - np.minimum(sims, np.float32(1.0))  # +inf outside the band
-        _, (pp, pa, pb, pk) = dtw_rows(cost, lo, hi, la, lb, masked=True)
-        on = sims[pa, pp, pk]
+        buf, row_base = band_products(counts, inv, offsets[ia], offsets[ib], la, lo, hi)
+        if dtw.COMPILED:  # the kernel reads the block products directly
+            _, (pp, pa, pb, pk) = dtw_kernel.dtw_values(buf, row_base, True, lo, hi, la, lb)
+            on = buf[row_base[pa, pp] + pk]
+        else:
+            sims = band_gather(buf, row_base, lo, hi, int((hi - lo).max()) + 1)
+            cost = np.float32(1.0) - np.minimum(sims, np.float32(1.0))  # +inf outside the band
+            _, (pp, pa, pb, pk) = dtw.dtw_rows(cost, lo, hi, la, lb, masked=True)
+            on = sims[pa, pp, pk]
     else:
         m = np.minimum(la, lb)
         pp = np.repeat(np.arange(ia.size), m)
