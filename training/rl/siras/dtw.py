@@ -6,10 +6,13 @@ the corner; any w >= 1 leaves a path). The DTW cost of a path is the sum of its 
 (1, 0), (0, 1), (1, 1).
 
 Only band cells are stored: row a of pair p holds columns ``lo[p, a] .. hi[p, a]`` at band offsets
-0..K−1. Rows are filled for all pairs at once; inside a row the horizontal recurrence
-D[b] = min(X[b], D[b−1] + c[b]) is a min-plus prefix scan, D = C + cummin(X − C) with C the running
-cost sum, so a row is a handful of vector operations. One optimal path per pair is traced back from
-stored predecessors (ties prefer the diagonal step, then the step in a, then the step in b).
+0..K−1 (layout (S, P, K): row-major over all pairs). With numba installed the DTW runs in the compiled
+kernel of dtw_kernel.py (cell by cell); otherwise rows are filled for all pairs at once: inside a row
+the horizontal recurrence D[b] = min(X[b], D[b−1] + c[b]) is a min-plus prefix scan,
+D = C + cummin(X − C) with C the running cost sum (torch's cumsum/cummin: 3× numpy's accumulate).
+Both run in float64; float32 costs in [0, 1] are multiples of 2^-24, so all sums are exact and both
+give the same path. One optimal path per pair is traced back from stored predecessors (ties prefer
+the diagonal step, then the step in a, then the step in b).
 """
 
 from __future__ import annotations

@@ -24,9 +24,12 @@ def _kernel():
     return _KERNEL
 
 
-def _dtw(values, row_base, similarity, lo, width, len_a, len_b):  # pragma: no cover - compiled
-    """values[row_base[a, p] + k] is the cost (or, with ``similarity``, the similarity s, cost
-    fl32(1 − min(s, 1))) of band cell k of row a of pair p."""
+def _dtw(
+    values, row_base, similarity, inv, off_a, off_b, lo, width, len_a, len_b
+):  # pragma: no cover - compiled
+    """values[row_base[a, p] + k] is the cost of band cell k of row a of pair p, or with ``similarity``
+    the count dot product n of chunks ga = off_a[p] + a and gb = off_b[p] + b: similarity
+    s = fl32(fl32(n·inv[ga])·inv[gb]), cost fl32(1 − min(s, 1))."""
     size, p = row_base.shape
     k = int(width.max() + 1) if width.size else 1
     one = np.float32(1.0)
@@ -47,7 +50,8 @@ def _dtw(values, row_base, similarity, lo, width, len_a, len_b):  # pragma: no c
                 b = lo_a + kk
                 v = values[row_base[a, q] + kk]
                 if similarity:
-                    c = np.float64(one - min(np.float32(v), one))
+                    sim = (np.float32(v) * inv[off_a[q] + a]) * inv[off_b[q] + b]
+                    c = np.float64(one - min(sim, one))
                 else:
                     c = np.float64(v)
                 if a == 0:
@@ -106,13 +110,28 @@ def dtw_compiled(
     if cost.dtype not in (np.float32, np.float64):
         cost = cost.astype(np.float64)
     row_base = (np.arange(size)[:, None] * p + np.arange(p)[None, :]) * k
-    return dtw_values(np.ascontiguousarray(cost).reshape(-1), row_base, False, lo, hi, len_a, len_b)
+    none = np.zeros(1, dtype=np.float32), np.zeros(p, dtype=np.int64)
+    return dtw_values(
+        np.ascontiguousarray(cost).reshape(-1),
+        row_base,
+        None,
+        none[0],
+        none[1],
+        none[1],
+        lo,
+        hi,
+        len_a,
+        len_b,
+    )
 
 
 def dtw_values(
     values: np.ndarray,
     row_base: np.ndarray,
-    similarity: bool,
+    similarity: bool | None,
+    inv: np.ndarray,
+    off_a: np.ndarray,
+    off_b: np.ndarray,
     lo: np.ndarray,
     hi: np.ndarray,
     len_a: np.ndarray,
@@ -122,7 +141,10 @@ def dtw_values(
     dist, pp, pa, pb, pk = _kernel()(
         values,
         np.ascontiguousarray(row_base, dtype=np.int64),
-        similarity,
+        bool(similarity),
+        inv,
+        np.asarray(off_a, dtype=np.int64),
+        np.asarray(off_b, dtype=np.int64),
         np.ascontiguousarray(lo, dtype=np.int64),
         np.ascontiguousarray(hi - lo, dtype=np.int64),
         np.asarray(len_a, dtype=np.int64),

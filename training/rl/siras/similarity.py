@@ -24,7 +24,8 @@ def chunk_counts(
     could reach 2^24). ``ids``/``chunk``/``starts`` may hold several rollouts back to back."""
     uni, big = hash_buckets(ids, chunk, starts, dim)
     counts = np.bincount(np.concatenate([uni, big]), minlength=n_chunks * dim).reshape(n_chunks, dim)
-    exact32 = counts.size == 0 or int((counts.astype(np.int64) ** 2).sum(1).max()) < 2**24
+    longest = int(np.diff(np.append(np.flatnonzero(starts), len(starts))).max(initial=0))
+    exact32 = (2 * longest) ** 2 < 2**24  # a dot product is at most ‖n‖² <= (2·length − 1)²
     return counts.astype(np.float32 if exact32 else np.float64)
 
 
@@ -40,24 +41,36 @@ def pair_similarities(counts: np.ndarray, inv: np.ndarray, ga: np.ndarray, gb: n
     return (dot * inv[ga]) * inv[gb]
 
 
-def band_gather(buf: np.ndarray, row_base: np.ndarray, lo: np.ndarray, hi: np.ndarray, k: int) -> np.ndarray:
-    """(S, P, K) float32 similarities of every pair's band cells (row a, column lo[p, a] + k) from
-    :func:`band_products`; −inf outside the band."""
+def band_gather(
+    buf: np.ndarray,
+    row_base: np.ndarray,
+    inv: np.ndarray,
+    off_a: np.ndarray,
+    off_b: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    k: int,
+) -> np.ndarray:
+    """(S, P, K) float32 similarities of every pair's band cells (row a, column lo[p, a] + k) from the
+    dot products of :func:`band_products`; −inf outside the band."""
+    size = row_base.shape[0]
     valid = np.arange(k) <= (hi - lo).T[:, :, None]
-    return buf.take(np.where(valid, row_base[:, :, None] + np.arange(k), buf.size - 1))
+    dot = buf.take(np.where(valid, row_base[:, :, None] + np.arange(k), buf.size - 1))
+    ga = np.minimum(off_a[None, :] + np.arange(size)[:, None], inv.size - 1)
+    gb = np.minimum(off_b[None, :, None] + lo.T[:, :, None] + np.arange(k), inv.size - 1)
+    return (dot * inv[ga][:, :, None]) * inv[gb]
 
 
 def band_products(
     counts: np.ndarray,
-    inv: np.ndarray,
     off_a: np.ndarray,
     off_b: np.ndarray,
     len_a: np.ndarray,
     lo: np.ndarray,
     hi: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Similarities of the band cells in row blocks: (buf, row_base (S, P)), the similarity of band
-    cell k of row a of pair p at buf[row_base[a, p] + k]; buf[-1] = −inf. Chunk a of pair p is global
+    """Exact count dot products of the band cells in row blocks: (buf, row_base (S, P)), the dot product
+    of band cell k of row a of pair p at buf[row_base[a, p] + k]; buf[-1] = −inf. Chunk a of pair p is global
     chunk off_a[p] + a, its column b is off_b[p] + b."""
     p, size = lo.shape
     dim = counts.shape[1]
@@ -66,7 +79,7 @@ def band_products(
     slope = int(np.ceil(((hi.max(axis=1) + 1) / la).max()))
     rows = 64
     while rows > 8 and rows * (rows * slope + reach) * dim >= _MT_THRESHOLD:
-        rows //= 2
+        rows -= 8
     nblk = -(-size // rows)
     r0 = np.arange(nblk) * rows
     r1 = np.minimum(r0[None, :] + rows, la[:, None])  # (P, nblk)
@@ -89,8 +102,6 @@ def band_products(
     ):  # fmt: skip
         out = buf[s0 : s0 + (a1 - a0) * (b1 - b0)].reshape(a1 - a0, b1 - b0)
         np.matmul(counts[a0:a1], counts[b0:b1].T, out=out, casting="same_kind")
-        out *= inv[a0:a1, None]
-        out *= inv[b0:b1]
     a = np.arange(size)
     blk = a // rows
     row_base = base[:, blk].T + (a - blk * rows)[:, None] * width[:, blk].T + (lo.T - c0[:, blk].T)  # (S, P)

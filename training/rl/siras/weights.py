@@ -118,12 +118,13 @@ def _weights(token_ids, lps, starts, chunks, n_ch, valid, config):
     if config.alignment == "dtw":
         halfwidth = np.maximum(config.min_band, np.ceil(config.band * np.maximum(la, lb))).astype(np.int64)
         lo, hi = band_limits(la, lb, size, halfwidth)
-        buf, row_base = band_products(counts, inv, offsets[ia], offsets[ib], la, lo, hi)
+        buf, row_base = band_products(counts, offsets[ia], offsets[ib], la, lo, hi)
+        oa, ob = offsets[ia], offsets[ib]
         if dtw.COMPILED:  # the kernel reads the block products directly
-            _, (pp, pa, pb, pk) = dtw_kernel.dtw_values(buf, row_base, True, lo, hi, la, lb)
-            on = buf[row_base[pa, pp] + pk]
+            _, (pp, pa, pb, pk) = dtw_kernel.dtw_values(buf, row_base, True, inv, oa, ob, lo, hi, la, lb)
+            on = (buf[row_base[pa, pp] + pk] * inv[oa[pp] + pa]) * inv[ob[pp] + pb]
         else:
-            sims = band_gather(buf, row_base, lo, hi, int((hi - lo).max()) + 1)
+            sims = band_gather(buf, row_base, inv, oa, ob, lo, hi, int((hi - lo).max()) + 1)
             cost = np.float32(1.0) - np.minimum(sims, np.float32(1.0))  # +inf outside the band
             _, (pp, pa, pb, pk) = dtw.dtw_rows(cost, lo, hi, la, lb, masked=True)
             on = sims[pa, pp, pk]
