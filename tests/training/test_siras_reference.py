@@ -188,7 +188,7 @@ def _markers() -> StructureMarkers:
     return m
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(random_group(), st.booleans())
 def test_vectorised_weights_equal_reference(group, compiled) -> None:
     """Both DTW paths: the numba kernel (when installed) and the numpy row scan."""
