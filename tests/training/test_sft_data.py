@@ -34,7 +34,7 @@ class ScriptedTeacher:
         self.script = list(script)
 
     def chat(self, messages, *, tools=None, **kw) -> ChatResponse:
-        if not tools:  # the agent's forced final answer
+        if not tools or not self.script:  # the agent's forced final answer (with or without tools)
             return ChatResponse(message=Message(role="assistant", content="unknown"), model=self.name)
         name, args = self.script.pop(0)
         call = ToolCall(id=f"c{len(self.script)}", name=name, arguments=args)
