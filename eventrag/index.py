@@ -62,6 +62,22 @@ class IndexSummary(BaseModel):
     def cache_hit_rate(self) -> float:
         return self.llm_cached / self.llm_calls if self.llm_calls else 0.0
 
+    def brief(self) -> str:
+        """One line for a console: what was indexed, with what, and how much was skipped or failed."""
+        parts = [
+            f"{self.docs_seen} docs ({self.docs_indexed} indexed, {self.docs_unchanged} unchanged)",
+            f"{self.chunks} chunks",
+            f"{self.events} events",
+            f"{self.entities} entities",
+            f"{self.edges} edges ({self.inferred_edges} inferred)",
+            f"{self.extractor} extraction, {self.llm_calls} LLM calls ({self.llm_cached} cached)",
+        ]
+        if self.skipped:
+            parts.append(f"{len(self.skipped)} files skipped")
+        if self.chunks_failed:
+            parts.append(f"{self.chunks_failed} chunks failed")
+        return ", ".join(parts)
+
     def add(self, other: IndexSummary) -> None:
         for f in ("docs_seen", "docs_indexed", "docs_unchanged", "docs_resumed", "chunks", "chunks_failed",
                   "events", "entities", "entity_merges", "edges", "inferred_edges", "llm_calls", "llm_cached"):

@@ -194,7 +194,9 @@ def run_ask(
             t0 = time.perf_counter()
             with console.status(f"indexing {corpus} …"):
                 summary = stack.indexer.index_paths([corpus])
-            console.print(f"[dim]indexed {corpus} in {time.perf_counter() - t0:.1f} s: {summary}[/]"[:400])
+            console.print(f"[dim]indexed {corpus} in {time.perf_counter() - t0:.1f} s: {summary.brief()}[/]")
+            for skipped in summary.skipped:
+                err_console.print(f"[yellow]skipped[/] {skipped.reason}", soft_wrap=True)
         deps = AgentDeps(model=chat, backend=ModeBackend(stack.retriever, mode))  # type: ignore[arg-type]
         try:
             if resume:

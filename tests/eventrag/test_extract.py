@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+from eventrag_fakes import ScriptedChatModel
 
 from eventfold.llm.types import LLMError
 from eventrag.extract import LLMExtractor, entity_key, to_extraction
@@ -12,7 +13,6 @@ from eventrag.fusion import EntityFuser, name_compatible
 from eventrag.prompts import DATA_CLOSE, DATA_OPEN, extraction_schema
 from eventrag.rules_extract import RuleExtractor
 from eventrag.schema import Chunk, Entity
-from eventrag_fakes import ScriptedChatModel
 
 CHUNK = Chunk(chunk_id="c1", doc_id="d1", title="Storm", text="On 10 January 2020 a storm flooded the station.")
 GOOD = {

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import BACKENDS, TINY, stack_settings
+
 from eventfold.settings import default_home
 
 MODEL = default_home() / "models" / "qwen2.5-coder-0.5b.gguf"

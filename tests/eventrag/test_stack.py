@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import BACKENDS, TINY
 
 from eventrag.rules_extract import RuleExtractor
 from eventrag.schema import Document, SearchBackend
-from conftest import BACKENDS, TINY
 
 
 def _questions() -> list[dict[str, Any]]:
