@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -96,7 +97,10 @@ def table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="hotpotqa")
-    ap.add_argument("--data-dir", default="/work/shared/data")
+    ap.add_argument(
+        "--data-dir",
+        default=os.environ.get("EVENTFOLD_SHARED_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")),
+    )
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--max-steps", type=int, default=4)
     ap.add_argument("--budget", type=int, default=1500, help="context budget (tokens) of the fold agent")

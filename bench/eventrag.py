@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import tempfile
@@ -32,7 +33,8 @@ from eventfold.settings import Settings  # noqa: E402
 from eventrag.lexical import LexicalIndex  # noqa: E402
 from eventrag.schema import Document  # noqa: E402
 
-DATA = Path("/work/shared/data/multihop")
+# The shared benchmark data lives beside the clone (never in it); EVENTFOLD_SHARED_DATA overrides.
+DATA = Path(os.environ.get("EVENTFOLD_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")) / "multihop"
 KS = (2, 5, 10)
 MODES = ("naive", "graph", "event", "agentic")
 

@@ -17,10 +17,10 @@ def fixtures_dir() -> Path:
 
 @pytest.fixture
 def shared_data() -> Path:
-    """The team's read-only benchmark data (EVENTFOLD_SHARED_DATA, default /work/shared/data).
+    """The team's read-only benchmark data (EVENTFOLD_SHARED_DATA, default ../shared/data beside the clone).
 
     Skipped where the folder is absent (it is never copied into the repository)."""
-    root = Path(os.environ.get("EVENTFOLD_SHARED_DATA", "/work/shared/data"))
+    root = Path(os.environ.get("EVENTFOLD_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
     if not root.is_dir():
         pytest.skip(f"shared data folder {root} is not on this machine")
     return root
