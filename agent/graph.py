@@ -237,7 +237,7 @@ class AgentGraph:
             resp = counted_chat(
                 run,
                 self.deps.model,
-                [*rendered, Message(role="user", content=prompts.FORCE_ANSWER_TOOL)],
+                [*rendered, Message(role="user", content=prompts.FORCE_ANSWER_TOOL.format(question=run.question))],
                 tools=specs,
                 tool_choice="required",
                 temperature=0.0,
@@ -255,7 +255,7 @@ class AgentGraph:
                 resp = counted_chat(
                     run,
                     self.deps.model,
-                    [*rendered, Message(role="user", content=prompts.FORCE_ANSWER)],
+                    [*rendered, Message(role="user", content=prompts.FORCE_ANSWER.format(question=run.question))],
                     temperature=0.0,
                     max_tokens=self.options.answer_max_tokens,
                 )

@@ -28,13 +28,16 @@ INVALID_TURN = (
     "error: your reply was not a valid tool call. Reply with exactly one call of one of these tools: {tools}."
 )
 
+# Both restate the question: after many steps it is far back in a small model's context.
 FORCE_ANSWER_TOOL = (
-    "Stop researching now: the step limit is reached. Call answer with the final answer only "
+    "Stop researching now: the step limit is reached. The question was: {question}\n"
+    "Using the evidence above, call answer with the final answer only "
     "(a few words: a name, a date, a number, yes or no) and the chunk ids that support it."
 )
 
 FORCE_ANSWER = (
-    "Stop researching now. Reply with the final answer to the question only: a few words "
+    "Stop researching now. The question was: {question}\n"
+    "Reply with the final answer to the question only: a few words "
     "(a name, a date, a number, yes or no), no explanation."
 )
 

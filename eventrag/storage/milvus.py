@@ -29,8 +29,13 @@ from pathlib import Path
 from typing import Any, Literal, Self
 
 import numpy as np
-from pymilvus import DataType, MilvusClient, MilvusException
-from pymilvus.exceptions import ConnectionConfigException, MilvusUnavailableException
+
+# gRPC's C core prints INFO lines (e.g. GOAWAY "too_many_pings" from Milvus Lite) onto the user's
+# console; keep it to errors unless the user asked for more.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+from pymilvus import DataType, MilvusClient, MilvusException  # noqa: E402
+from pymilvus.exceptions import ConnectionConfigException, MilvusUnavailableException  # noqa: E402
 
 from eventrag.storage.base import MAX_ID_LEN, MetadataFilter, Metric, VectorHit, VectorRecord, check_filter
 from eventrag.storage.errors import (
