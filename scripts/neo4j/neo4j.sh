@@ -17,7 +17,13 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BASE="${EVENTFOLD_HOME:-$HOME/.cache/eventfold}/neo4j"
 LIB="$BASE/lib"
-RUN="$BASE/run/${NEO4J_RUN_NAME:-default}"
+RUN_NAME="${NEO4J_RUN_NAME:-default}"
+# the run directory is removed by `stop`/`start`: a name must stay one plain path component under run/
+if [[ ! "$RUN_NAME" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$ ]]; then
+  echo "neo4j.sh: NEO4J_RUN_NAME must be letters, digits, '_', '.', '-' (no '/', not starting with '.'), got '$RUN_NAME'" >&2
+  exit 2
+fi
+RUN="$BASE/run/$RUN_NAME"
 TIMEOUT="${NEO4J_START_TIMEOUT:-120}"
 HEAP="${NEO4J_HEAP:-512m}"
 PAGECACHE="${NEO4J_PAGECACHE:-64m}"
