@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
+from eventfold.text_safety import mask_secrets, mask_url
+
 if TYPE_CHECKING:
     from eventfold.settings import EmbedSettings, Settings
 
@@ -157,12 +159,12 @@ class OpenAIEmbedder:
 
             try:
                 resp = call_with_retries(once, max_retries=self.max_retries, base_delay_s=self.backoff_base_s,
-                                         what=f"embeddings ({self.model} at {self.base_url})")
+                                         what=f"embeddings ({self.model} at {mask_url(self.base_url)})")
             except openai.OpenAIError as exc:
-                raise EmbeddingError(f"embeddings failed at {self.base_url}: {type(exc).__name__}: {exc}") from exc
+                raise EmbeddingError(mask_secrets(f"embeddings failed at {self.base_url}: {type(exc).__name__}: {exc}")) from exc
             rows = sorted(resp.data, key=lambda d: d.index)
             if len(rows) != len(batch):
-                raise EmbeddingError(f"{self.base_url} returned {len(rows)} embeddings for {len(batch)} texts")
+                raise EmbeddingError(f"{mask_url(self.base_url)} returned {len(rows)} embeddings for {len(batch)} texts")
             vectors = np.asarray([r.embedding for r in rows], dtype=np.float32)
             if vectors.shape[1] != self.dim:
                 raise EmbeddingError(

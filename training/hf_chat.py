@@ -22,12 +22,13 @@ from typing import Any, Literal
 import torch
 
 from eventfold.llm.types import ChatResponse, LLMError, Message, ToolCall, ToolSpec, Usage
+from eventfold.text_safety import neutralize_control_tokens
 
 
 def hf_message(msg: Message, *, arguments_as_json: bool = False) -> dict[str, Any]:
     """One message in the HF chat-template format (tool-call arguments as a dict, or a JSON string
     when ``arguments_as_json`` — what a datasets/Arrow column needs to keep a uniform schema)."""
-    out: dict[str, Any] = {"role": msg.role, "content": msg.content}
+    out: dict[str, Any] = {"role": msg.role, "content": neutralize_control_tokens(msg.content)}
     if msg.tool_calls:
         out["tool_calls"] = [
             {

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, Field, SecretStr, field_validator
 
+from eventfold.text_safety import mask_secrets, mask_url
 from eventrag.schema import Chunk, RetrievalMode, RetrievalResult, RetrievedChunk
 
 
@@ -40,7 +41,7 @@ class WebSearchSettings(BaseModel):
     @classmethod
     def _url(cls, v: str) -> str:
         if not v.startswith(("http://", "https://")):
-            raise ValueError(f"web search url must start with http:// or https:// (got {v!r})")
+            raise ValueError(f"web search url must start with http:// or https:// (got {mask_url(v)!r})")
         return v
 
 
@@ -122,7 +123,7 @@ class WebSearchClient:
                 try:
                     payload = resp.json()
                 except ValueError as exc:
-                    raise WebSearchError(f"search API at {self.settings.url} did not answer JSON") from exc
+                    raise WebSearchError(f"search API at {mask_url(self.settings.url)} did not answer JSON") from exc
                 return parse_results(payload)[:top_k]
             except httpx.HTTPStatusError as exc:
                 last = exc
@@ -132,7 +133,7 @@ class WebSearchClient:
                 last = exc
             if attempt < self.settings.max_retries:
                 time.sleep(min(2.0, 0.2 * 2**attempt))
-        raise WebSearchError(f"web search failed at {self.settings.url}: {last}") from last
+        raise WebSearchError(mask_secrets(f"web search failed at {self.settings.url}: {last}")) from last
 
     def close(self) -> None:
         self._client.close()

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from eventfold.llm.actions import action_schema, parse_action, render_action
 from eventfold.llm.json_repair import JSONRepairError, parse_json_object
 from eventfold.llm.prompts import TOOL_RESULT, schema_instruction, tools_instruction
-from eventfold.llm.types import ChatResponse, LLMError, Message, ToolSpec, Usage
+from eventfold.llm.types import ChatResponse, LLMError, Message, ToolSpec, Usage, prompt_safe_wire
 
 if TYPE_CHECKING:
     from eventfold.settings import LLMSettings
@@ -201,7 +201,7 @@ def render_for_template(
             out[0] = {"role": "system", "content": f"{out[0]['content']}\n\n{addition}"}
         else:
             out.insert(0, {"role": "system", "content": addition})
-    return out
+    return [prompt_safe_wire(m) for m in out]  # the template adds the real control tokens; content never does
 
 
 def auto_threads(sample_s: float = 0.25) -> int:

@@ -21,7 +21,8 @@ from eventfold.llm.json_repair import JSONRepairError, parse_json_lenient, parse
 from eventfold.llm.prompts import schema_instruction
 from eventfold.llm.retry import call_with_retries
 from eventfold.llm.token_count import count_messages, text_counter
-from eventfold.llm.types import ChatResponse, LLMError, Message, ToolCall, ToolSpec, Usage
+from eventfold.llm.types import ChatResponse, LLMError, Message, ToolCall, ToolSpec, Usage, prompt_safe_wire
+from eventfold.text_safety import mask_secrets, mask_url
 
 if TYPE_CHECKING:
     from eventfold.settings import LLMSettings
@@ -54,6 +55,8 @@ class OpenAIChatModel:
         self.name = model
         self.model = model
         self.base_url = base_url
+        self._where = mask_url(base_url)  # for messages: never the credentials of a user:pass@ URL
+        self._secrets = [api_key]
         self.max_retries = max_retries
         self.temperature = temperature
         self.max_tokens = max_tokens
@@ -97,7 +100,7 @@ class OpenAIChatModel:
     ) -> ChatResponse:
         if not messages:
             raise LLMError("chat() needs at least one message")
-        wire = [m.to_openai() for m in messages]
+        wire = [prompt_safe_wire(m.to_openai()) for m in messages]
         kwargs: dict[str, Any] = {
             "model": self.model,
             "temperature": self.temperature if temperature is None else temperature,
@@ -129,6 +132,9 @@ class OpenAIChatModel:
         return count_messages(self._count, messages, tools)
 
     # --- internals ------------------------------------------------------------------------------
+    def _masked(self, text: str) -> str:
+        return mask_secrets(text, self._secrets)
+
     def _request(self, kwargs: dict[str, Any], *, pass_bad_request: bool = False) -> Any:
         import openai
 
@@ -142,14 +148,14 @@ class OpenAIChatModel:
                     max_retries=self.max_retries,
                     base_delay_s=self.backoff_base_s,
                     max_delay_s=self.backoff_max_s,
-                    what=f"chat completion ({self.model} at {self.base_url})",
+                    what=f"chat completion ({self.model} at {self._where})",
                 )
             except openai.BadRequestError as exc:
                 if pass_bad_request:
                     raise  # the caller downgrades structured output
-                raise LLMError(f"chat completion rejected by {self.base_url}: {exc}") from exc
+                raise LLMError(self._masked(f"chat completion rejected by {self._where}: {exc}")) from exc
             except openai.OpenAIError as exc:
-                raise LLMError(f"chat completion failed at {self.base_url}: {type(exc).__name__}: {exc}") from exc
+                raise LLMError(self._masked(f"chat completion failed at {self._where}: {type(exc).__name__}: {exc}")) from exc
 
     def _structured_request(self, kwargs: dict[str, Any], wire: list[dict[str, Any]], schema: dict[str, Any]) -> Any:
         import openai
@@ -171,8 +177,8 @@ class OpenAIChatModel:
                 raw = self._request({**attempt, "messages": messages}, pass_bad_request=mode != "prompt")
             except openai.BadRequestError as exc:
                 if not _rejects_format(exc):
-                    raise LLMError(f"chat completion rejected by {self.base_url}: {exc}") from exc
-                log.warning("server rejected response_format=%s (%s); falling back", mode, str(exc)[:200])
+                    raise LLMError(self._masked(f"chat completion rejected by {self._where}: {exc}")) from exc
+                log.warning("server rejected response_format=%s (%s); falling back", mode, self._masked(str(exc))[:200])
                 continue
             self._structured_mode = mode
             return raw
@@ -180,7 +186,7 @@ class OpenAIChatModel:
 
     def _to_response(self, raw: Any, tools: list[ToolSpec] | None, schema: dict[str, Any] | None) -> ChatResponse:
         if not getattr(raw, "choices", None):
-            raise LLMError(f"server at {self.base_url} returned no choices")
+            raise LLMError(f"server at {self._where} returned no choices")
         choice = raw.choices[0]
         msg = choice.message
         text = msg.content or ""

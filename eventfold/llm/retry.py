@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from eventfold.text_safety import mask_secrets
+
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
@@ -77,7 +79,7 @@ def call_with_retries(
             hint = retry_after_s(exc)
             if hint is not None:
                 delay = max(delay, min(hint, max_delay_s))
-            log.warning("%s failed (%s: %s); retry %d/%d in %.2fs", what, type(exc).__name__,
-                        str(exc)[:200], attempt + 1, max_retries, delay)
+            log.warning("%s", mask_secrets(f"{what} failed ({type(exc).__name__}: {str(exc)[:200]}); "
+                                           f"retry {attempt + 1}/{max_retries} in {delay:.2f}s"))
             sleep(delay)
             attempt += 1

@@ -12,6 +12,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from eventfold.text_safety import neutralize_control_tokens
+
 
 class ToolCall(BaseModel):
     """One call of a tool by the model; `arguments` is already parsed JSON."""
@@ -47,6 +49,26 @@ class Message(BaseModel):
         if self.name is not None and self.role == "tool":
             out["name"] = self.name
         return out
+
+
+def prompt_safe_wire(message: dict[str, Any]) -> dict[str, Any]:
+    """A wire message (``to_openai()`` or a template dict) with chat control tokens neutralised in its
+    content and tool-call arguments: what every backend sends, so text from a document, a file name
+    or a tool result can never end a turn or open a system prompt."""
+    out = dict(message)
+    if isinstance(out.get("content"), str):
+        out["content"] = neutralize_control_tokens(out["content"])
+    if out.get("tool_calls"):
+        calls = []
+        for call in out["tool_calls"]:
+            call = dict(call)
+            fn = dict(call.get("function") or {})
+            if isinstance(fn.get("arguments"), str):
+                fn["arguments"] = neutralize_control_tokens(fn["arguments"])
+            call["function"] = fn
+            calls.append(call)
+        out["tool_calls"] = calls
+    return out
 
 
 class ToolSpec(BaseModel):
