@@ -1,8 +1,14 @@
 """One settings object for the whole framework.
 
 Sources, highest priority first: explicit keyword arguments, ``EVENTFOLD_*`` environment variables
-(nested with ``__``, e.g. ``EVENTFOLD_LLM__BACKEND=openai``), a ``.env`` file, an optional TOML file
-(``EVENTFOLD_CONFIG=path/to/eventfold.toml`` or ``Settings.from_toml(path)``), then the defaults.
+(nested with ``__``, e.g. ``EVENTFOLD_LLM__BACKEND=openai``), a dotenv file named explicitly by
+``EVENTFOLD_ENV_FILE=path/to/.env`` (never a ``.env`` found in the working directory: a stray file
+there must not redirect LLM traffic; only its ``EVENTFOLD_*`` lines are read, other variables are
+ignored), an optional TOML file (``EVENTFOLD_CONFIG=path/to/eventfold.toml`` or
+``Settings.from_toml(path)``), then the defaults.
+
+Errors never carry a secret: `describe_error` turns a `ValidationError` into lines without input
+values, and validators print URLs with their credentials masked.
 
 The object is built once by the caller (the CLI, a test, a training script) and passed down
 explicitly; nothing in the library reads a global.
@@ -14,13 +20,30 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
+    DotEnvSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from eventfold.text_safety import mask_secrets, mask_url
+
+ENV_FILE_VAR = "EVENTFOLD_ENV_FILE"
+
+
+class SettingsFileError(ValueError):
+    """A settings file (TOML) cannot be parsed or read; the message names the file and the place."""
 
 
 def default_home() -> Path:
@@ -57,7 +80,7 @@ class LLMSettings(BaseModel):
     @classmethod
     def _url(cls, v: str | None) -> str | None:
         if v is not None and not v.startswith(("http://", "https://")):
-            raise ValueError(f"llm.base_url must start with http:// or https:// (got {v!r})")
+            raise ValueError(f"llm.base_url must start with http:// or https:// (got {mask_url(v)!r})")
         return v
 
     @model_validator(mode="after")
@@ -107,7 +130,7 @@ class GraphSettings(BaseModel):
     @classmethod
     def _uri(cls, v: str) -> str:
         if not v.startswith(("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")):
-            raise ValueError(f"graph.uri must be a bolt:// or neo4j:// URI (got {v!r})")
+            raise ValueError(f"graph.uri must be a bolt:// or neo4j:// URI (got {mask_url(v)!r})")
         return v
 
     @field_validator("namespace")
@@ -148,7 +171,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="EVENTFOLD_",
         env_nested_delimiter="__",
-        env_file=".env",
+        env_file=None,  # a .env is read only when EVENTFOLD_ENV_FILE names it (see settings_customise_sources)
         env_file_encoding="utf-8",
         extra="forbid",
         validate_default=True,
@@ -202,12 +225,19 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings, dotenv_settings]
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        env_file = os.environ.get(ENV_FILE_VAR)
+        if env_file:
+            path = Path(env_file).expanduser()
+            if not path.is_file():
+                raise FileNotFoundError(f"{ENV_FILE_VAR} points to {path}, which is not a file")
+            sources.append(_PrefixedDotEnv(settings_cls, env_file=path))
         toml_path = os.environ.get("EVENTFOLD_CONFIG")
         if toml_path:
             path = Path(toml_path).expanduser()
             if not path.is_file():
                 raise FileNotFoundError(f"EVENTFOLD_CONFIG points to {path}, which is not a file")
+            _read_toml(path)  # a syntax error becomes a SettingsFileError naming the line
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
         return tuple(sources)
 
@@ -217,16 +247,54 @@ class Settings(BaseSettings):
         path = Path(path).expanduser()
         if not path.is_file():
             raise FileNotFoundError(f"settings file {path} does not exist")
-        import tomllib
-
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-        merged = _deep_merge(data, overrides)
+        merged = _deep_merge(_read_toml(path), overrides)
         return cls(**merged)
 
     def redacted(self) -> dict[str, Any]:
         """A dump safe for logs: secrets stay masked (SecretStr dumps as '**********')."""
         return self.model_dump(mode="json")
+
+
+class _PrefixedDotEnv(DotEnvSettingsSource):
+    """A dotenv source that reads only ``EVENTFOLD_*`` variables: unrelated lines (OPENAI_API_KEY=...,
+    PATH=...) belong to other programs and never stop startup."""
+
+    def _load_env_vars(self) -> Any:
+        env_vars = super()._load_env_vars()
+        prefix = (self.env_prefix or "").lower()
+        return {k: v for k, v in env_vars.items() if k.lower().startswith(prefix)}
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsFileError(f"settings file {path} is not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsFileError(f"settings file {path} cannot be read: {exc}") from None
+
+
+def describe_error(exc: BaseException) -> str:
+    """A settings failure as text for a person: field path and problem per line, never an input value
+    (a secret may be one), URLs and keys masked."""
+    if isinstance(exc, ValidationError):
+        lines = []
+        for err in exc.errors(include_url=False, include_input=False, include_context=False):
+            where = ".".join(str(p) for p in err.get("loc", ())) or "settings"
+            lines.append(f"{where}: {err.get('msg', 'invalid')}")
+        text = f"{len(lines)} problem(s)\n  " + "\n  ".join(lines)
+    else:
+        text = str(exc)
+    return mask_secrets(text, _secret_env_values())
+
+
+def _secret_env_values() -> list[str]:
+    """Values of secret-looking EVENTFOLD_* variables, so an error quoting one is masked."""
+    words = ("KEY", "TOKEN", "PASSWORD", "SECRET")
+    return [v for k, v in os.environ.items() if k.upper().startswith("EVENTFOLD_") and any(w in k.upper() for w in words)]
 
 
 def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
