@@ -13,6 +13,7 @@ import re
 from pydantic import BaseModel, Field
 
 from eventfold.llm.types import ChatModel, LLMError, Message
+from eventfold.text_safety import mask_secrets
 from eventrag.dates import find_dates, normalise_time
 from eventrag.prompts import (
     DECOMPOSE_SCHEMA,
@@ -68,11 +69,15 @@ def rule_decompose(question: str) -> Decomposition:
                          time_to=time_to)
 
 
-def _llm_json(chat_model: ChatModel, system: str, user: str, schema: dict, max_tokens: int) -> dict | None:
+def _llm_json(chat_model: ChatModel, system: str, user: str, schema: dict, max_tokens: int,
+              errors: list[str] | None = None) -> dict | None:
+    """The parsed JSON reply, or None; a failed call (server down, ...) is also appended to `errors`."""
     try:
         resp = chat_model.chat([Message(role="system", content=system), Message(role="user", content=user)],
                                json_schema=schema, temperature=0.0, max_tokens=max_tokens)
-    except LLMError:
+    except LLMError as exc:
+        if errors is not None:
+            errors.append(mask_secrets(f"{type(exc).__name__}: {exc}")[:300])
         return None
     if isinstance(resp.parsed, dict):
         return resp.parsed
@@ -85,10 +90,11 @@ def _llm_json(chat_model: ChatModel, system: str, user: str, schema: dict, max_t
     return obj if isinstance(obj, dict) else None
 
 
-def llm_decompose(chat_model: ChatModel, question: str) -> Decomposition:
-    """One structured call; falls back to the rules (and says so) when the output is unusable."""
+def llm_decompose(chat_model: ChatModel, question: str, errors: list[str] | None = None) -> Decomposition:
+    """One structured call; falls back to the rules (``by_llm`` False) when the output is unusable or
+    the call failed (the failure appended to `errors`)."""
     base = rule_decompose(question)
-    obj = _llm_json(chat_model, DECOMPOSE_SYSTEM, question_user(question), DECOMPOSE_SCHEMA, 256)
+    obj = _llm_json(chat_model, DECOMPOSE_SYSTEM, question_user(question), DECOMPOSE_SCHEMA, 256, errors)
     if obj is None:
         return base
     subs = [q.strip() for q in obj.get("sub_queries") or [] if isinstance(q, str) and q.strip()][:3]
@@ -102,8 +108,9 @@ def llm_decompose(chat_model: ChatModel, question: str) -> Decomposition:
         time_from=t_from or base.time_from, time_to=(t_to_t.end if t_to_t else None) or base.time_to, by_llm=True)
 
 
-def llm_reflect(chat_model: ChatModel, question: str, passages: list[tuple[str, str]], asked: list[str]) -> Reflection | None:
-    obj = _llm_json(chat_model, REFLECT_SYSTEM, reflect_user(question, passages, asked), REFLECT_SCHEMA, 160)
+def llm_reflect(chat_model: ChatModel, question: str, passages: list[tuple[str, str]], asked: list[str],
+                errors: list[str] | None = None) -> Reflection | None:
+    obj = _llm_json(chat_model, REFLECT_SYSTEM, reflect_user(question, passages, asked), REFLECT_SCHEMA, 160, errors)
     if obj is None:
         return None
     subs = [q.strip() for q in obj.get("sub_queries") or [] if isinstance(q, str) and q.strip()]

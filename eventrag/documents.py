@@ -1,17 +1,23 @@
-"""Reading documents from disk: txt, md, json/jsonl records (title/text), PDF when pypdf is installed.
+"""Reading documents from disk: txt, md, json/jsonl records (title/text), PDF with the `pdf` extra (pypdf).
 
-Bad input fails with a `DocumentError` subclass that says what is wrong with which file; directory
-indexing records such files as skipped and goes on.
+Bad input fails with a `DocumentError` subclass that says what is wrong with which file (unreadable,
+binary, empty, too large, unsupported); directory indexing records such files as skipped and goes on.
+`scan_corpus` walks a folder without following links out of it: a symlink whose target lies outside
+the corpus root is refused with a reason, a linked folder is not descended into. NUL characters never
+reach a document (text with NULs in its first 8 KB is binary; later ones are removed).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eventfold.text_safety import strip_nul
 from eventrag.schema import Document
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".rst"}
@@ -42,11 +48,21 @@ class UnsupportedDocument(DocumentError):
     pass
 
 
+class UnreadableDocument(DocumentError):
+    """The file exists but cannot be read (permissions, I/O error)."""
+
+
+class OutsideCorpus(DocumentError):
+    """A symlink in the corpus points outside the corpus root."""
+
+
 def decode_text(data: bytes, path: Path) -> tuple[str, str]:
     """(text, encoding): UTF-8 first, then cp1252, then latin-1 (never loses bytes); NUL-rich data is binary."""
     sample = data[:8192]
     if b"\x00" in sample or (sample and sum(b < 9 or 13 < b < 32 for b in sample) / len(sample) > 0.05):
         raise BinaryDocument(f"{path}: looks like a binary file, not text (control bytes found)")
+    if b"\x00" in data:  # NULs past the sample: text with stray NULs, kept without them
+        data = data.replace(b"\x00", b"")
     for enc in ("utf-8-sig", "cp1252", "latin-1"):
         try:
             return data.decode(enc), enc
@@ -97,8 +113,23 @@ def _record_docs(obj: Any, rel: str) -> Iterator[Document]:
 
 
 def load_file(path: Path, rel: str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Document]:
-    """The documents in one file (a JSON/JSONL file may hold many records)."""
-    rel = rel or path.name
+    """The documents in one file (a JSON/JSONL file may hold many records); `rel` is the document id
+    (records get ``rel#record-id``). An unreadable file raises `UnreadableDocument`, not OSError."""
+    try:
+        return [_clean(d) for d in _load(path, rel or path.name, max_bytes)]
+    except OSError as exc:
+        raise UnreadableDocument(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+
+
+def _clean(doc: Document) -> Document:
+    """NUL characters removed from every text field (JSON escapes can carry them past the binary check)."""
+    if "\x00" in doc.text or "\x00" in doc.title or "\x00" in doc.doc_id:
+        return doc.model_copy(update={"text": strip_nul(doc.text), "title": strip_nul(doc.title),
+                                      "doc_id": strip_nul(doc.doc_id)})
+    return doc
+
+
+def _load(path: Path, rel: str, max_bytes: int) -> list[Document]:
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
         raise UnsupportedDocument(f"{path}: unsupported file type {suffix or '(none)'}; "
@@ -134,7 +165,7 @@ def _load_pdf(path: Path, rel: str) -> Document:
     try:
         from pypdf import PdfReader  # optional dependency
     except ImportError as exc:
-        raise UnsupportedDocument(f"{path}: reading PDF needs the optional package pypdf") from exc
+        raise UnsupportedDocument(f"{path}: reading PDF needs the pdf extra: pip install 'eventfold[pdf]'") from exc
     try:
         text = "\n\n".join(page.extract_text() or "" for page in PdfReader(str(path)).pages)
     except Exception as exc:  # pypdf raises many types on damaged files
@@ -144,13 +175,107 @@ def _load_pdf(path: Path, rel: str) -> Document:
     return Document(doc_id=rel, title=path.stem, text=text, source=str(path))
 
 
+@dataclass
+class CorpusScan:
+    """The files of one corpus root: `root` is the resolved folder that ids are relative to; `single`
+    is set when one file was given (its folder is the root, and nothing else of it is looked at)."""
+
+    root: Path
+    files: list[tuple[Path, str]] = field(default_factory=list)  # (path, id relative to the root)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    single: bool = False
+
+
+def scan_corpus(path: Path) -> CorpusScan:
+    """Every supported-looking file under `path` (or `path` itself), sorted; hidden files and folders
+    are left out; symlinks are followed only to targets inside the root."""
+    given = Path(path).expanduser()
+    if not given.exists() and not given.is_symlink():
+        raise FileNotFoundError(f"{given} does not exist")
+    if given.is_file():
+        root = given.resolve().parent
+        scan = CorpusScan(root=root, single=True)
+        _add(scan, given.absolute(), given.name)
+        return scan
+    if not given.is_dir():
+        raise FileNotFoundError(f"{given} is neither a file nor a folder")
+    scan = CorpusScan(root=given.resolve())
+    found: list[tuple[Path, str]] = []
+
+    def unreadable(err: OSError) -> None:
+        scan.skipped.append((str(err.filename), f"{err.filename}: folder cannot be read ({err.strerror})"))
+
+    for folder, dirs, names in os.walk(scan.root, onerror=unreadable, followlinks=False):
+        base = Path(folder)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for d in list(dirs):
+            if (base / d).is_symlink():  # a linked folder is never walked (outside: refused; inside: indexed at its own path)
+                dirs.remove(d)
+                _add_link_dir(scan, base / d)
+        found += [(base / n, (base / n).relative_to(scan.root).as_posix()) for n in names if not n.startswith(".")]
+    for p, rel in sorted(found, key=lambda x: x[1]):
+        _add(scan, p, rel)
+    return scan
+
+
+def _inside(target: Path, root: Path) -> bool:
+    return target == root or root in target.parents
+
+
+def _add(scan: CorpusScan, p: Path, rel: str) -> None:
+    if p.is_symlink():
+        target = p.resolve()
+        if not _inside(target, scan.root):
+            scan.skipped.append((str(p), f"{p}: symlink to {target}, outside the corpus root {scan.root}; not followed"))
+            return
+        if not target.is_file():
+            scan.skipped.append((str(p), f"{p}: symlink to {target}, which is not a file"))
+            return
+    elif not p.is_file():
+        return  # sockets, fifos, devices
+    scan.files.append((p, rel))
+
+
+def _add_link_dir(scan: CorpusScan, p: Path) -> None:
+    target = p.resolve()
+    where = "outside the corpus root" if not _inside(target, scan.root) else "inside the corpus (indexed at its own path)"
+    scan.skipped.append((str(p), f"{p}: symlink to the folder {target}, {where}; not followed"))
+
+
+# --- identity: <corpus tag>/<path relative to the corpus root> ----------------------------------
+def corpus_tags(known: Sequence[Any]) -> dict[str, str]:
+    """Corpus root (absolute path) -> tag, as recorded on the Document nodes of the index."""
+    out: dict[str, str] = {}
+    for n in known:
+        root, tag = n.props.get("corpus_root"), n.props.get("corpus")
+        if isinstance(root, str) and isinstance(tag, str):
+            out.setdefault(root, tag)
+    return out
+
+
+def within_known_root(scan: CorpusScan, roots: dict[str, str]) -> CorpusScan:
+    """A single file under a corpus root the index knows keeps the id it has in that corpus."""
+    if not scan.single or not scan.files:
+        return scan
+    path, rel = scan.files[0]
+    full = scan.root / rel
+    known = [Path(r) for r in roots if Path(r) in full.parents]
+    if not known:
+        return scan
+    root = max(known, key=lambda r: len(r.parts))  # the innermost recorded root
+    return CorpusScan(root=root, files=[(path, full.relative_to(root).as_posix())], skipped=scan.skipped, single=True)
+
+
+def new_tag(root: Path, used: set[str]) -> str:
+    """The root folder's name (``corpus`` for /), made unique in the index with ``~2``, ``~3`` ..."""
+    base = re.sub(r"[^\w.\-]+", "_", root.name).strip("._") or "corpus"
+    tag, n = base[:80], 1
+    while tag in used:
+        n += 1
+        tag = f"{base[:80]}~{n}"
+    return tag
+
+
 def iter_files(root: Path) -> Iterator[tuple[Path, str]]:
-    """(path, id relative to the root) of every supported file under `root` (or `root` itself), sorted."""
-    if root.is_file():
-        yield root, root.name
-        return
-    if not root.is_dir():
-        raise FileNotFoundError(f"{root} does not exist")
-    for p in sorted(root.rglob("*")):
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts):
-            yield p, p.relative_to(root).as_posix()
+    """(path, id relative to the root) of every file `scan_corpus` accepts under `root`, sorted."""
+    yield from scan_corpus(root).files

@@ -5,6 +5,14 @@
 - resumable: a document is marked `pending` before anything of it is written and `done` after; a
   pending or changed document is first deleted (graph + vectors) and then rebuilt, so a crash leaves
   no duplicates and a rerun finishes the job (LLM calls come back from the content-hash cache);
+- extraction that fails (an LLM server down, output unusable) leaves the document `failed`, not
+  `done`: its chunks stay searchable, and the next run retries it (reported as retried);
+- identity: a file's document id is ``<corpus tag>/<path relative to the corpus root>``; the tag names
+  the root folder and is recorded on each Document node with the root's absolute path, so one root
+  keeps its tag across runs and a second root with the same folder name gets ``name~2``. Two files
+  with one name in different folders, or in two corpora of one index, never replace each other;
+- prune: a re-index of a folder removes its documents whose files are gone (``prune=False`` keeps
+  them); a file that exists but cannot be read this time is never pruned;
 - `delete(doc_id)` removes a document's chunks, events, edges and vectors (shared entities lose only
   this document's provenance).
 """
@@ -18,14 +26,25 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from eventfold.text_safety import strip_nul
 from eventrag.chunking import ChunkingConfig, chunk_document
-from eventrag.documents import DEFAULT_MAX_BYTES, DocumentError, iter_files, load_file
+from eventrag.documents import (
+    DEFAULT_MAX_BYTES,
+    CorpusScan,
+    DocumentError,
+    corpus_tags,
+    load_file,
+    new_tag,
+    scan_corpus,
+    within_known_root,
+)
 from eventrag.expand import ExpansionConfig, expand_shared_participants
 from eventrag.extract import Extractor, entity_key
 from eventrag.fusion import EntityFuser, TextEmbedder
 from eventrag.graph_io import StoreEntityIndex, chunk_node, event_node, event_text
 from eventrag.schema import Chunk, ChunkExtraction, Document, Entity
 from eventrag.storage.base import Edge, GraphStore, Node, VectorStore
+from eventrag.storage.errors import InvalidInput
 
 Progress = Callable[[int, int, str], None]  # (documents done, documents total, current source)
 
@@ -41,6 +60,11 @@ class IndexSummary(BaseModel):
     docs_indexed: int = 0
     docs_unchanged: int = 0
     docs_resumed: int = 0  # found pending (an earlier run crashed) and rebuilt
+    docs_retried: int = 0  # extraction had failed in an earlier run: rebuilt
+    docs_failed: int = 0  # extraction failed for some chunk: left `failed`, retried by the next run
+    docs_pruned: int = 0  # gone from their folder: removed from the index
+    pruned: list[str] = Field(default_factory=list)  # ids of pruned documents (first 20)
+    failed_docs: list[str] = Field(default_factory=list)  # ids of documents left for retry (first 20)
     skipped: list[SkippedFile] = Field(default_factory=list)
     chunks: int = 0
     chunks_failed: int = 0
@@ -76,14 +100,23 @@ class IndexSummary(BaseModel):
             parts.append(f"{len(self.skipped)} files skipped")
         if self.chunks_failed:
             parts.append(f"{self.chunks_failed} chunks failed")
+        if self.docs_failed:
+            parts.append(f"{self.docs_failed} docs left pending (extraction failed; retried next run)")
+        if self.docs_retried:
+            parts.append(f"{self.docs_retried} docs retried")
+        if self.docs_pruned:
+            parts.append(f"{self.docs_pruned} docs pruned (files gone)")
         return ", ".join(parts)
 
     def add(self, other: IndexSummary) -> None:
-        for f in ("docs_seen", "docs_indexed", "docs_unchanged", "docs_resumed", "chunks", "chunks_failed",
-                  "events", "entities", "entity_merges", "edges", "inferred_edges", "llm_calls", "llm_cached"):
+        for f in ("docs_seen", "docs_indexed", "docs_unchanged", "docs_resumed", "docs_retried", "docs_failed",
+                  "docs_pruned", "chunks", "chunks_failed", "events", "entities", "entity_merges", "edges",
+                  "inferred_edges", "llm_calls", "llm_cached"):
             setattr(self, f, getattr(self, f) + getattr(other, f))
         self.skipped += other.skipped
         self.failures = (self.failures + other.failures)[:20]
+        self.pruned = (self.pruned + other.pruned)[:20]
+        self.failed_docs = (self.failed_docs + other.failed_docs)[:20]
 
 
 def content_hash(doc: Document, extractor: str, chunking: ChunkingConfig) -> str:
@@ -109,20 +142,47 @@ class Indexer:
             vectors.create_collection(name, embedder.dim, "COSINE")
 
     # --- public API ---------------------------------------------------------------------------
-    def index_paths(self, paths: Iterable[str | Path], progress: Progress | None = None) -> IndexSummary:
+    def index_paths(self, paths: Iterable[str | Path], progress: Progress | None = None, *,
+                    prune: bool = True) -> IndexSummary:
+        """Index files and folders; with `prune`, documents of an indexed folder whose files are gone
+        are removed. Unreadable, binary, empty, oversized or linked-out files are skipped with a reason."""
+        t0 = time.perf_counter()
         summary = IndexSummary(extractor=self.extractor.name)
+        known = self._known_documents()
+        roots = corpus_tags(known)
         docs: list[Document] = []
-        for root in paths:
-            root = Path(root).expanduser()
-            if not root.exists():
-                raise FileNotFoundError(f"{root} does not exist")
-            for path, rel in iter_files(root):
+        scans: list[tuple[CorpusScan, str, set[str]]] = []  # (scan, tag, ids of files that failed to load)
+        for given in paths:
+            scan = within_known_root(scan_corpus(Path(given)), roots)
+            tag = roots.setdefault(str(scan.root), new_tag(scan.root, set(roots.values())))
+            summary.skipped += [SkippedFile(source=src, reason=why) for src, why in scan.skipped]
+            unloaded: set[str] = set()
+            for path, rel in scan.files:
+                doc_id = f"{tag}/{rel}"
                 try:
-                    docs.extend(load_file(path, rel, max_bytes=self.max_file_bytes))
+                    loaded = load_file(path, doc_id, max_bytes=self.max_file_bytes)
                 except DocumentError as exc:
                     summary.skipped.append(SkippedFile(source=str(path), reason=str(exc)))
-        t0 = time.perf_counter()
+                    unloaded.add(doc_id)
+                    continue
+                for d in loaded:
+                    d.meta.update(corpus=tag, corpus_root=str(scan.root))
+                docs.extend(loaded)
+            scans.append((scan, tag, unloaded))
         summary.add(self.index_documents(docs, progress=progress))
+        if prune:
+            present = {d.doc_id for d in docs}
+            gone = [n.id for scan, _tag, unloaded in scans if not scan.single
+                    for n in known if n.props.get("corpus_root") == str(scan.root) and n.id not in present
+                    and n.id not in unloaded and n.id.split("#", 1)[0] not in unloaded]
+            for doc_id in dict.fromkeys(gone):
+                self._purge(doc_id)
+            if gone:
+                self._flush()
+                if self.on_change is not None:
+                    self.on_change()
+            summary.docs_pruned = len(set(gone))
+            summary.pruned = list(dict.fromkeys(gone))[:20]
         summary.elapsed_s = round(time.perf_counter() - t0, 3)
         return summary
 
@@ -130,7 +190,15 @@ class Indexer:
         t0 = time.perf_counter()
         summary = IndexSummary(extractor=self.extractor.name, docs_seen=len(docs))
         seen: set[str] = set()
-        unique = [d for d in docs if not (d.doc_id in seen or seen.add(d.doc_id))]  # type: ignore[func-returns-value]
+        unique: list[Document] = []
+        for d in docs:
+            d = _nul_free(d)
+            problem = _id_problem(d.doc_id)
+            if problem:
+                summary.skipped.append(SkippedFile(source=d.source or d.doc_id[:80], reason=problem))
+            elif d.doc_id not in seen:
+                seen.add(d.doc_id)
+                unique.append(d)
         for start in range(0, len(unique), self.batch_docs):
             batch = unique[start:start + self.batch_docs]
             summary.add(self._index_batch(batch))
@@ -147,13 +215,19 @@ class Indexer:
         if not self.graph.get_nodes([doc_id]):
             return False
         self._purge(doc_id)
-        for name in self.collections.values():
-            self.vectors.flush(name)
+        self._flush()
         if self.on_change is not None:
             self.on_change()
         return True
 
     # --- internals ----------------------------------------------------------------------------
+    def _known_documents(self) -> list[Node]:
+        return [n for n in self.graph.find_nodes("Document", limit=100_000_000) if n.label == "Document"]
+
+    def _flush(self) -> None:
+        for name in self.collections.values():
+            self.vectors.flush(name)
+
     def _purge(self, doc_id: str) -> None:
         ents = [n.id for n in self.graph.find_nodes("Entity", doc_id=doc_id, limit=1_000_000)]
         self.graph.delete_document(doc_id)
@@ -177,16 +251,20 @@ class Indexer:
                 s.docs_unchanged += 1
                 continue
             if node is not None:
-                s.docs_resumed += int(node.props.get("status") != "done")
+                status = node.props.get("status")
+                s.docs_resumed += int(status == "pending")
+                s.docs_retried += int(status == "failed")
                 self._purge(d.doc_id)
             todo.append(d)
         if not todo:
             return s
         self.graph.upsert_nodes([Node(id=d.doc_id, label="Document", doc_ids=[d.doc_id], props={
             "name": d.title or d.doc_id, "source": d.source, "date": d.date, "hash": hashes[d.doc_id],
-            "status": "pending", "time_start": d.date, "time_end": d.date}) for d in todo])
+            "status": "pending", "time_start": d.date, "time_end": d.date,
+            **{k: d.meta[k] for k in ("corpus", "corpus_root") if k in d.meta}}) for d in todo])
         chunks: list[Chunk] = [c for d in todo for c in chunk_document(d, self.chunking)]
         dates = {d.doc_id: d.date for d in todo}
+        failed_docs: set[str] = set()
         if chunks:
             self.graph.upsert_nodes([chunk_node(c) for c in chunks])
             self.graph.upsert_edges([Edge(src=c.chunk_id, dst=c.doc_id, type="PART_OF", doc_ids=[c.doc_id])
@@ -196,11 +274,15 @@ class Indexer:
                                 [{"doc_id": c.doc_id} for c in chunks])
             extractions = list(self.extractor.extract_many((c, dates[c.doc_id]) for c in chunks))
             self._write_graph(chunks, extractions, s)
-        self.graph.upsert_nodes([Node(id=d.doc_id, label="Document", doc_ids=[d.doc_id], props={"status": "done"})
-                                 for d in todo])
-        for name in self.collections.values():
-            self.vectors.flush(name)
-        s.docs_indexed = len(todo)
+            doc_of = {c.chunk_id: c.doc_id for c in chunks}
+            failed_docs = {doc_of[e.chunk_id] for e in extractions if e.failed and e.chunk_id in doc_of}
+        self._flush()  # vectors durable before a document is marked done
+        # a document whose extraction failed is not done: the next run retries it (its chunks stay searchable)
+        self.graph.upsert_nodes([Node(id=d.doc_id, label="Document", doc_ids=[d.doc_id], props={
+            "status": "failed" if d.doc_id in failed_docs else "done"}) for d in todo])
+        s.docs_failed = len(failed_docs)
+        s.failed_docs = sorted(failed_docs)[:20]
+        s.docs_indexed = len(todo) - len(failed_docs)
         s.chunks = len(chunks)
         return s
 
@@ -287,3 +369,19 @@ class Indexer:
         s.edges += len(inferred)
         s.events += len(events)
         s.entities += len(fused.new_ids)
+
+
+def _id_problem(doc_id: str) -> str | None:
+    try:
+        Node(id=doc_id, label="Document")
+    except (InvalidInput, ValueError) as exc:
+        short = doc_id[:80] + ("…" if len(doc_id) > 80 else "")
+        return f"document id {short!r} ({len(doc_id)} characters) cannot be stored: " \
+               f"{str(exc).split(', got', 1)[0].replace('node id', 'an id')[:160]}"
+    return None
+
+
+def _nul_free(d: Document) -> Document:
+    if "\x00" in d.text or "\x00" in d.title:
+        return d.model_copy(update={"text": strip_nul(d.text), "title": strip_nul(d.title)})
+    return d

@@ -47,6 +47,7 @@ class LexicalIndex:
     names: dict[str, list[str]] = field(default_factory=dict)  # normalised name or alias -> entity ids
     display: dict[str, str] = field(default_factory=dict)  # entity id -> name
     topical: set[str] = field(default_factory=set)  # entities that are the subject of some chunk (titles)
+    pending_docs: set[str] = field(default_factory=set)  # half-written (a crash mid-document): never returned
     max_ngram: int = 8
 
     # --- build --------------------------------------------------------------------------------
@@ -55,7 +56,9 @@ class LexicalIndex:
         import bm25s
 
         idx = cls()
-        chunks = graph.find_nodes("Chunk", limit=10_000_000)
+        idx.pending_docs = {n.id for n in graph.find_nodes("Document", limit=100_000_000)
+                            if n.props.get("status") == "pending"}
+        chunks = [n for n in graph.find_nodes("Chunk", limit=10_000_000) if chunk_doc(n) not in idx.pending_docs]
         idx.chunk_ids = [n.id for n in chunks]
         corpus = [tokenize(f"{n.props.get('title', '')} {n.props.get('text', '')}") or ["_empty_"] for n in chunks]
         if corpus:
@@ -106,6 +109,13 @@ class LexicalIndex:
             out.append(EntityLink(entity_id=ids[0], name=self.display.get(ids[0], key), matched=key, specificity=spec))
         out.sort(key=lambda x: -x.specificity)
         return out[:limit]
+
+
+def chunk_doc(node: object) -> str:
+    """The document a Chunk node belongs to."""
+    props = getattr(node, "props", {})
+    ids = getattr(node, "doc_ids", [])
+    return props.get("doc_id") or (ids[0] if ids else "")
 
 
 def minmax(values: dict[str, float]) -> dict[str, float]:

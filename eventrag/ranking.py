@@ -8,6 +8,7 @@ The path kept for a chunk is the one of its strongest channel.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -117,13 +118,19 @@ class Candidates:
         return [(nodes[i].props.get("title", ""), nodes[i].props.get("text", "")) if i in nodes else ("", "")
                 for i in ids]
 
-    def top(self, k: int, graph: GraphStore) -> list[RetrievedChunk]:
-        ranked = self.ranked()[:k]
+    def top(self, k: int, graph: GraphStore, skip_docs: Collection[str] = ()) -> list[RetrievedChunk]:
+        """The best `k` chunks still in the graph, leaving out chunks of the documents `skip_docs`
+        (half-written by a crashed run)."""
+        ranked = self.ranked()[: k * 2 + 8 if skip_docs else k]
         nodes = {n.id: n for n in graph.get_nodes([cid for cid, _ in ranked])}
-        out = []
+        out: list[RetrievedChunk] = []
         for cid, s in ranked:
             n = nodes.get(cid)
             if n is None:  # deleted since the vectors were searched
+                continue
+            if len(out) >= k:
+                break
+            if skip_docs and (n.props.get("doc_id") or (n.doc_ids[0] if n.doc_ids else "")) in skip_docs:
                 continue
             c = self.items[cid]
             out.append(RetrievedChunk(chunk_id=cid, doc_id=n.props.get("doc_id") or (n.doc_ids[0] if n.doc_ids else ""),

@@ -56,6 +56,7 @@ class Retriever:
             raise ValueError("top_k must be >= 1")
         mode = mode or self.config.default_mode
         t0 = time.perf_counter()
+        llm_errors: list[str] = []
         if mode == "naive":
             cands, rounds, subs, calls = self._naive(query, top_k), 1, [query], 0
         elif mode in ("graph", "event"):
@@ -63,14 +64,23 @@ class Retriever:
             cands = self._one_query(query, decomp, mode, top_k)
             rounds, subs, calls = 1, [query], 0
         elif mode == "agentic":
-            cands, rounds, subs, calls = self._agentic(query, top_k)
+            cands, rounds, subs, calls = self._agentic(query, top_k, llm_errors)
         else:
             raise ValueError(f"unknown retrieval mode {mode!r}; use naive, graph, event or agentic")
         chunks = cands.top(top_k, self.graph)
+        half_written = self._pending_docs({c.doc_id for c in chunks})
+        if half_written:  # a crash mid-document left these: never evidence
+            chunks = cands.top(top_k, self.graph, skip_docs=half_written | self.lexical.get().pending_docs)
         return RetrievalResult(query=query, mode=mode, chunks=chunks, rounds=rounds, sub_queries=subs,
-                               llm_calls=calls, elapsed_s=round(time.perf_counter() - t0, 4))
+                               llm_calls=calls, llm_errors=llm_errors, elapsed_s=round(time.perf_counter() - t0, 4))
 
     # --- building blocks ----------------------------------------------------------------------
+    def _pending_docs(self, doc_ids: set[str]) -> set[str]:
+        if not doc_ids:
+            return set()
+        return {n.id for n in self.graph.get_nodes(sorted(doc_ids))
+                if n.label == "Document" and n.props.get("status") == "pending"}
+
     def _embed(self, text: str) -> np.ndarray:
         return np.asarray(self.embedder.embed([text]), dtype=np.float32)
 
@@ -182,12 +192,14 @@ class Retriever:
                 cands.add(cid, event=0.0 if via_inferred else score, path=[*path, f"MENTIONED_IN>chunk:{cid}"],
                           inferred=via_inferred)
 
-    def _agentic(self, question: str, top_k: int) -> tuple[Candidates, int, list[str], int]:
+    def _agentic(self, question: str, top_k: int, errors: list[str]) -> tuple[Candidates, int, list[str], int]:
+        """Returns (candidates, rounds, sub-queries asked, LLM calls that answered). A failed LLM call is
+        recorded in `errors` and the rest of this retrieval runs on the rules (no call to a dead server)."""
         cfg = self.config
         calls = 0
         if self.chat_model is not None:
-            decomp = llm_decompose(self.chat_model, question)
-            calls += 1
+            decomp = llm_decompose(self.chat_model, question, errors)
+            calls += 0 if errors else 1
         else:
             decomp = rule_decompose(question)
         asked: list[str] = []
@@ -216,9 +228,9 @@ class Retriever:
                 break
             passages = merged.texts(top_ids, self.graph)
             refl = None
-            if self.chat_model is not None:
-                refl = llm_reflect(self.chat_model, question, passages, asked)
-                calls += 1
+            if self.chat_model is not None and not errors:
+                refl = llm_reflect(self.chat_model, question, passages, asked, errors)
+                calls += 0 if errors else 1
             if refl is None:
                 new_passages = [p for c, p in zip(top_ids, passages, strict=True) if c in new]
                 refl = rule_reflect(question, new_passages, asked, converged=not new, relation=decomp.relation)

@@ -50,7 +50,8 @@ class RetrievalResult(BaseModel):
     chunks: list[RetrievedChunk]
     rounds: int = 1
     sub_queries: list[str] = Field(default_factory=list)
-    llm_calls: int = 0
+    llm_calls: int = 0  # LLM calls that answered (agentic mode)
+    llm_errors: list[str] = Field(default_factory=list)  # LLM calls that failed (the rules stood in)
     elapsed_s: float = 0.0
 
 

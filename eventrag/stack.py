@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -56,11 +57,34 @@ class EventRAGStack:
         self.close()
 
 
+def safe_name(name: str, allowed: str = r"A-Za-z0-9_-") -> str:
+    """`name` if every character is in `allowed`; else the characters replaced by '_' plus a hash of
+    the whole name, so two names never map to one (``p.col`` and ``p_col`` stay apart)."""
+    if re.fullmatch(f"[{allowed}]+", name):
+        return name
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:10]
+    return f"{re.sub(f'[^{allowed}]', '_', name)}_{digest}"
+
+
 def stack_namespace(settings: Settings) -> str:
-    """The graph namespace: `graph.namespace` when set, else the index name (so indexes never mix)."""
+    """The graph namespace: `graph.namespace` when set, else the index name (so indexes never mix).
+
+    In a store that several indexes share (Neo4j, or a SQLite file named by `graph.path`) a name with
+    characters a namespace cannot hold gets a hash suffix; a per-index SQLite file keeps the plain
+    mapping (nothing to clash with, and existing indexes stay readable)."""
     if settings.graph.namespace != "default":
         return settings.graph.namespace
+    if settings.graph.backend == "neo4j" or settings.graph.path is not None:
+        return safe_name(settings.index)
     return re.sub(r"[^A-Za-z0-9_-]", "_", settings.index)
+
+
+def stack_collections(settings: Settings, namespace: str) -> dict[str, str]:
+    """Vector collection per kind; unique per namespace on a shared Milvus (`vector.uri` set), the
+    plain mapping in a per-index Milvus Lite file."""
+    if settings.vector.uri is not None:
+        return {k: safe_name(collection_name(settings, f"{namespace}_{k}"), "A-Za-z0-9_") for k in KINDS}
+    return {k: re.sub(r"[^A-Za-z0-9_]", "_", collection_name(settings, f"{namespace}_{k}")) for k in KINDS}
 
 
 def make_extractor(mode: ExtractMode, chat_model: ChatModel | None, settings: Settings) -> tuple[Extractor, ChatModel | None]:
@@ -101,7 +125,7 @@ def open_stack(settings: Settings, chat_model: ChatModel | None = None, embedder
     except Exception:
         graph.close()
         raise
-    collections = {k: re.sub(r"[^A-Za-z0-9_]", "_", collection_name(settings, f"{namespace}_{k}")) for k in KINDS}
+    collections = stack_collections(settings, namespace)
     lexical = LexicalCache(graph)
     try:
         indexer = Indexer(graph, vectors, embedder, extractor, collections=collections, chunking=chunking,
