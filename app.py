@@ -9,6 +9,7 @@ from eventfold.cli import eval as eval_cli
 from eventfold.cli import index as index_cli
 from eventfold.cli import model as model_cli
 from eventfold.cli import train as train_cli
+from eventfold.cli.common import setup_logging
 
 app = typer.Typer(
     name="eventfold",
@@ -22,6 +23,12 @@ app.add_typer(eval_cli.app, name="eval", help="Evaluate on MultiHopRAG / multi-h
 app.add_typer(train_cli.app, name="train", help="Train the agent: SFT on teacher trajectories, then RL.")
 index_cli.register(app)
 ask_cli.register(app)
+
+
+@app.callback()
+def _every_command() -> None:
+    # library warnings on stderr, with credentials masked in every line (all commands)
+    setup_logging()
 
 
 def main() -> None:

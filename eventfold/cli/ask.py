@@ -17,7 +17,7 @@ import typer
 from rich.markdown import Markdown
 from rich.table import Table
 
-from eventfold.cli.common import console, err_console, load_settings
+from eventfold.cli.common import console, err_console, fail, load_settings, safe, setup_logging, store_failure
 from eventfold.settings import Settings
 
 PACKAGED = ("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b")
@@ -61,11 +61,11 @@ def print_event(event: dict[str, Any]) -> None:
         console.print(f"[dim]step {event['step']} · context {event['tokens']}/{event['budget']} tokens[/]")
     elif kind == "tool_call":
         args = ", ".join(f"{k}={v!r}" for k, v in event["arguments"].items())
-        console.print(f"  [cyan]→ {event['name']}[/]({args[:160]})", markup=True, highlight=False)
-    elif kind == "tool_result":
+        console.print(f"  [cyan]→ {safe(event['name'])}[/]({safe(args[:160])})", markup=True, highlight=False)
+    elif kind == "tool_result":  # document text: printed as written, never as markup
         first = event["content"].splitlines()[0][:140] if event["content"] else ""
         style = "red" if event["error"] else "dim"
-        console.print(f"    [{style}]{first}[/]", highlight=False)
+        console.print(f"    [{style}]{safe(first)}[/]", highlight=False)
     elif kind in ("fold", "guard_fold"):
         who = "budget guard" if kind == "guard_fold" else "agent"
         extra = (
@@ -77,9 +77,9 @@ def print_event(event: dict[str, Any]) -> None:
     elif kind == "unfold":
         console.print(f"  [magenta]unfold {event['fold_id']}: steps {event['steps']}[/]")
     elif kind == "invalid":
-        console.print(f"  [yellow]invalid turn (not a tool call): {event['text'][:100]!r}[/]")
+        console.print(f"  [yellow]invalid turn (not a tool call): {safe(repr(event['text'][:100]))}[/]")
     elif kind == "forced_answer":
-        console.print(f"  [yellow]forced answer ({event['reason']}): {event['answer']}[/]")
+        console.print(f"  [yellow]forced answer ({safe(event['reason'])}): {safe(event['answer'])}[/]")
 
 
 def footer(result: Any) -> Table:
@@ -127,9 +127,9 @@ def register(app: typer.Typer) -> None:
         config: Path | None = typer.Option(None, "--config", help="TOML settings file."),  # noqa: B008
     ) -> None:
         """Research a question with the fold/unfold agent and print a cited report."""
+        setup_logging()
         if corpus is not None and not corpus.is_dir():
-            err_console.print(f"[bold red]--corpus {corpus} is not a directory[/]")
-            raise typer.Exit(2)
+            fail(f"--corpus {corpus} is not a directory", code=2)
         if (
             fold_summary not in ("llm", "deterministic")
             or extract not in ("auto", "llm", "rules")
@@ -187,16 +187,21 @@ def run_ask(
             f"[dim]model {chat.name} loaded in {time.perf_counter() - t0:.1f} s · index {settings.index}[/]"
         )
     except (AgentInputError, ModelNotFoundError, LLMError, ValueError) as exc:
-        err_console.print(f"[bold red]cannot start:[/] {exc}")
-        raise typer.Exit(2) from exc
-    with open_stack(settings, chat_model=chat, extract=extract) as stack:
+        fail("cannot start:", exc, code=2)
+    from eventrag.storage.errors import StorageError
+
+    try:
+        stack = open_stack(settings, chat_model=chat, extract=extract)
+    except StorageError as exc:  # e.g. StoreLocked: the index is being written by another process
+        store_failure(exc, settings)
+    with stack:
         if corpus is not None:
             t0 = time.perf_counter()
-            with console.status(f"indexing {corpus} …"):
+            with console.status(f"indexing {safe(corpus)} …"):
                 summary = stack.indexer.index_paths([corpus])
-            console.print(f"[dim]indexed {corpus} in {time.perf_counter() - t0:.1f} s: {summary.brief()}[/]")
+            console.print(f"[dim]indexed {safe(corpus)} in {time.perf_counter() - t0:.1f} s: {safe(summary.brief())}[/]")
             for skipped in summary.skipped:
-                err_console.print(f"[yellow]skipped[/] {skipped.reason}", soft_wrap=True)
+                err_console.print(f"[yellow]skipped[/] {safe(skipped.reason)}", soft_wrap=True)
         deps = AgentDeps(model=chat, backend=ModeBackend(stack.retriever, mode))  # type: ignore[arg-type]
         try:
             if resume:
@@ -204,8 +209,7 @@ def run_ask(
             else:
                 result = run_agent(question, deps, options, runs_dir=settings.runs_dir, on_event=print_event)
         except AgentInputError as exc:
-            err_console.print(f"[bold red]cannot run:[/] {exc}")
-            raise typer.Exit(2) from exc
+            fail("cannot run:", exc, code=2)
     console.rule("report")
     console.print(Markdown(result.report))
     console.rule()

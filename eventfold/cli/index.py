@@ -1,6 +1,7 @@
 """`eventfold index PATH...` (EventRAG indexing) and `eventfold retrieve "query"` (EventRAG retrieval).
 
     eventfold index docs/ --extract rules --index mydocs            # embedded SQLite graph + Milvus Lite
+    eventfold index docs/ --no-prune                                 # keep documents whose files are gone
     eventfold index docs/ --graph neo4j                              # graph in Neo4j (graph.uri from settings)
     eventfold index --delete docs/old.md --index mydocs              # remove one document
     eventfold retrieve "Who led the repairs?" --mode event --index mydocs --top-k 5
@@ -15,8 +16,9 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-from eventfold.cli.common import console, err_console, load_settings
+from eventfold.cli.common import console, err_console, fail, load_settings, safe, setup_logging, store_failure
 from eventfold.settings import Settings
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML settings file.")]
@@ -31,8 +33,7 @@ def _settings(config: Path | None, index: str | None, graph: str | None) -> Sett
     settings = load_settings(config, **({"index": index} if index else {}))
     if graph:
         if graph not in ("embedded", "neo4j"):
-            err_console.print(f"[bold red]--graph must be embedded or neo4j[/] (got {graph!r})")
-            raise typer.Exit(2)
+            fail("--graph must be embedded or neo4j", f"(got {graph!r})", code=2)
         settings = settings.model_copy(update={"graph": settings.graph.model_copy(update={"backend": graph})})
     return settings
 
@@ -56,43 +57,52 @@ def _open(settings: Settings, extract: str, with_llm: bool):  # type: ignore[no-
     chat = None
     if with_llm:
         from eventfold.llm.factory import make_chat_model
+        from eventfold.llm.types import LLMError
+        from eventfold.models import ModelNotFoundError
 
-        chat = make_chat_model(settings)
+        try:
+            chat = make_chat_model(settings)
+        except (LLMError, ModelNotFoundError, ValueError) as exc:
+            fail("cannot set up the LLM:", exc, code=2)
     try:
         return open_stack(settings, chat_model=chat, extract=extract)  # type: ignore[arg-type]
     except StorageError as exc:
-        err_console.print(f"[bold red]cannot open the stores:[/] {exc}")
-        raise typer.Exit(1) from exc
+        store_failure(exc, settings)
 
 
 def register(app: typer.Typer) -> None:
     @app.command("index")
     def index_cmd(
-        paths: Annotated[list[Path] | None, typer.Argument(help="Files or folders (txt, md, json, jsonl, pdf).")] = None,
+        paths: Annotated[list[Path] | None, typer.Argument(
+            help="Files or folders (txt, md, json, jsonl; pdf with the pdf extra: pip install 'eventfold[pdf]').")] = None,
         extract: Annotated[str, typer.Option("--extract", help="llm | rules | auto (llm when a model is set up).")] = "auto",
         index: IndexOpt = None,
         graph: GraphOpt = None,
         delete: Annotated[list[str] | None, typer.Option("--delete", help="Remove this document id (repeatable).")] = None,
+        prune: Annotated[bool, typer.Option("--prune/--no-prune",
+                                            help="Remove documents whose files are gone from an indexed folder.")] = True,
         config: ConfigOpt = None,
     ) -> None:
-        """Index documents into the EventRAG graph and vector stores (incremental and resumable)."""
+        """Index documents into the EventRAG graph and vector stores (incremental and resumable).
+
+        A document's id is <folder name>/<path inside the folder>; re-indexing a folder removes what
+        disappeared from it (unless --no-prune) and retries documents whose extraction failed."""
+        setup_logging()
         if extract not in ("auto", "llm", "rules"):
-            err_console.print(f"[bold red]--extract must be llm, rules or auto[/] (got {extract!r})")
-            raise typer.Exit(2)
+            fail("--extract must be llm, rules or auto", f"(got {extract!r})", code=2)
         if not paths and not delete:
             err_console.print("[bold red]give at least one PATH to index or --delete DOC_ID[/]")
             raise typer.Exit(2)
         for p in paths or []:
             if not p.exists():
-                err_console.print(f"[bold red]{p} does not exist[/]")
-                raise typer.Exit(2)
+                fail(f"{p} does not exist", code=2)
         settings = _settings(config, index, graph)
         if extract == "auto":
             extract = "llm" if _model_configured(settings) else "rules"
         with _open(settings, extract, with_llm=extract == "llm") as stack:
             for doc_id in delete or []:
                 ok = stack.indexer.delete(doc_id)
-                console.print(f"{'deleted' if ok else '[yellow]not indexed:[/]'} {doc_id}")
+                console.print(f"{'deleted' if ok else '[yellow]not indexed:[/]'} {safe(doc_id)}")
             if not paths:
                 return
             with Progress(TextColumn("[bold]indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -100,14 +110,18 @@ def register(app: typer.Typer) -> None:
                 task = bar.add_task("", total=None)
 
                 def progress(done: int, total: int, current: str) -> None:
-                    bar.update(task, completed=done, total=total, description=current[-60:])
+                    # a file name is outside text: "[/x]" in it must not be read as markup
+                    bar.update(task, completed=done, total=total, description=safe(current[-60:]))
 
-                summary = stack.indexer.index_paths(paths, progress=progress)
-        table = Table(title=f"index '{settings.index}' ({settings.graph.backend} graph, {summary.extractor} extraction)")
+                summary = stack.indexer.index_paths(paths, progress=progress, prune=prune)
+        table = Table(title=Text(f"index '{settings.index}' ({settings.graph.backend} graph, {summary.extractor} extraction)"))
         table.add_column("what")
         table.add_column("count", justify="right")
         rows = [("documents seen", summary.docs_seen), ("indexed", summary.docs_indexed),
                 ("unchanged (skipped)", summary.docs_unchanged), ("resumed after a crash", summary.docs_resumed),
+                ("retried (extraction had failed)", summary.docs_retried),
+                ("left pending (extraction failed)", summary.docs_failed),
+                ("pruned (files gone)", summary.docs_pruned),
                 ("files skipped", len(summary.skipped)), ("chunks", summary.chunks),
                 ("chunks failed", summary.chunks_failed), ("events", summary.events), ("entities (new)", summary.entities),
                 ("entity merges", summary.entity_merges), ("edges", summary.edges),
@@ -118,9 +132,16 @@ def register(app: typer.Typer) -> None:
         table.add_row("time", f"{summary.elapsed_s:.1f}s")
         console.print(table)
         for s in summary.skipped:
-            err_console.print(f"[yellow]skipped[/] {s.reason}", soft_wrap=True)
+            err_console.print(f"[yellow]skipped[/] {safe(s.reason)}", soft_wrap=True)
         for f in summary.failures:
-            err_console.print(f"[yellow]extraction failed[/] {f}", soft_wrap=True)
+            err_console.print(f"[yellow]extraction failed[/] {safe(f)}", soft_wrap=True)
+        for doc_id in summary.failed_docs:
+            err_console.print(f"[yellow]pending[/] {safe(doc_id)}: extraction failed; the next `eventfold index` "
+                              "retries it", soft_wrap=True)
+        for doc_id in summary.pruned:
+            err_console.print(f"[dim]pruned[/] {safe(doc_id)} (its file is gone)", soft_wrap=True)
+        if summary.docs_failed:
+            raise typer.Exit(1)  # work left undone: a script must see it
 
     @app.command("retrieve")
     def retrieve_cmd(
@@ -133,28 +154,38 @@ def register(app: typer.Typer) -> None:
         graph: GraphOpt = None,
         config: ConfigOpt = None,
     ) -> None:
-        """Retrieve evidence chunks for a question from an index built by `eventfold index`."""
+        """Retrieve evidence chunks for a question from an index built by `eventfold index`.
+
+        With --mode agentic --llm, an LLM that fails is reported (warning; exit 1 when no call
+        answered) and the rules stand in for decomposition and reflection."""
+        setup_logging()
         if mode not in MODES:
-            err_console.print(f"[bold red]--mode must be one of {', '.join(MODES)}[/] (got {mode!r})")
-            raise typer.Exit(2)
+            fail(f"--mode must be one of {', '.join(MODES)}", f"(got {mode!r})", code=2)
         if not query.strip():
             err_console.print("[bold red]the query is empty[/]")
             raise typer.Exit(2)
         settings = _settings(config, index, graph)
         with _open(settings, "rules", with_llm=llm) as stack:
             if stack.graph.count()[0] == 0:
-                err_console.print(f"[yellow]index '{settings.index}' is empty: run `eventfold index PATH` first[/]")
+                err_console.print(f"[yellow]index '{safe(settings.index)}' is empty: run `eventfold index PATH` first[/]")
                 raise typer.Exit(1)
             result = stack.retriever.retrieve(query, mode=mode, top_k=top_k)  # type: ignore[arg-type]
         if as_json:
             console.print_json(json.dumps(result.model_dump()))
-            return
-        table = Table(title=f"{mode}: {len(result.chunks)} chunks, {result.rounds} round(s), "
-                            f"{result.llm_calls} LLM call(s), {result.elapsed_s * 1000:.0f} ms")
-        for col in ("#", "score", "document", "round", "path", "text"):
-            table.add_column(col, overflow="fold")
-        for i, c in enumerate(result.chunks, 1):
-            table.add_row(str(i), f"{c.score:.3f}", c.doc_id, str(c.round), " → ".join(c.path)[:160],
-                          (c.title + ": " if c.title else "") + c.text[:200].replace("\n", " "))
-        console.print(table)
+        else:
+            llm_note = f"{result.llm_calls} LLM call(s)" + (f", {len(result.llm_errors)} failed" if result.llm_errors else "")
+            table = Table(title=Text(f"{mode}: {len(result.chunks)} chunks, {result.rounds} round(s), "
+                                     f"{llm_note}, {result.elapsed_s * 1000:.0f} ms"))
+            for col in ("#", "score", "document", "round", "path", "text"):
+                table.add_column(col, overflow="fold")
+            for i, c in enumerate(result.chunks, 1):  # document text and ids are data: Text, never markup
+                table.add_row(str(i), f"{c.score:.3f}", Text(c.doc_id), str(c.round), Text(" → ".join(c.path)[:160]),
+                              Text((c.title + ": " if c.title else "") + c.text[:200].replace("\n", " ")))
+            console.print(table)
+        if result.llm_errors:
+            err_console.print(f"[yellow]warning:[/] {len(result.llm_errors)} LLM call(s) failed, "
+                              f"{result.llm_calls} answered; decomposition/reflection fell back to rules: "
+                              f"{safe(result.llm_errors[0])}", soft_wrap=True)
+            if result.llm_calls == 0:
+                raise typer.Exit(1)
 
