@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from training.rl.env import EnvConfig
 from training.rl.schedule import ScheduleConfig
+from training.rl.siras.config import SirasConfig
 from training.sft.data import AcceptConfig
 
 
@@ -121,10 +122,11 @@ class GRPOSection(_Strict):
 
 
 class AdvantageSection(_Strict):
-    """How advantages are computed: plain GRPO (TRL) or SIRAS token shaping (training.rl.trainer)."""
+    """How advantages are computed: a registered estimator (training.rl.advantages) by name, and the
+    typed SIRAS options (``[advantage.siras]``, every field of training.rl.siras.SirasConfig)."""
 
-    method: Literal["grpo", "siras"] = "siras"
-    options: dict[str, Any] = Field(default_factory=dict, description="SIRAS options (training.rl.siras config)")
+    method: Literal["grpo", "siras", "siras_no_dtw", "siras_no_residual", "siras_no_softclip"] = "siras"
+    siras: SirasConfig = Field(default_factory=SirasConfig)
 
 
 class LaunchSection(_Strict):

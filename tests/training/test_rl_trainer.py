@@ -107,7 +107,9 @@ def test_disabled_siras_is_plain_grpo_per_token(tiny, tmp_path) -> None:
 
 
 def test_tool_result_tokens_stay_masked_and_means_hold(tiny, tmp_path) -> None:
-    trainer = make_trainer(tiny, tmp_path, SirasConfig(max_chunk_len=4, min_chunk_len=2))
+    trainer = make_trainer(
+        tiny, tmp_path, SirasConfig(max_chunk_len=4, min_chunk_len=2, positive_soft_clip=False)
+    )
     trainer.model.train()
     g, t = trainer.num_generations, 20
     gen = torch.Generator().manual_seed(0)
@@ -121,8 +123,9 @@ def test_tool_result_tokens_stay_masked_and_means_hold(tiny, tmp_path) -> None:
     out["completion_mask"][:, 16:] = 0  # padding after EOS
     out["tool_mask"][:, 6:10] = 0  # a tool response inside the completion
     rewards = torch.tensor([1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0])  # one normal, one all-wrong group
-    adv = torch.tensor([1.0, -1.0, -1.0, 1.0, 0.0, 0.0, 0.0, 0.0])
-    out["advantages"] = adv
+    r = rewards.view(2, 4)
+    adv = ((r - r.mean(1, keepdim=True)) / (r.std(1, keepdim=True) + 1e-4)).view(-1)  # TRL's A_j
+    out["advantages"] = torch.zeros(8)  # the estimator recomputes A_j from the rewards
     trainer._siras_rewards = rewards
     shaped, stats = trainer._siras_shape(out, trainer._siras_logps(out)[0])
     valid = (out["completion_mask"] * out["tool_mask"]).bool()
@@ -164,13 +167,64 @@ def test_sibling_group_split_across_ranks_is_gathered(tiny, tmp_path) -> None:
     ids[3, :6] = ids[2, :6]
     mask = torch.ones(4, 12, dtype=torch.long)
     mask[2:, 9:] = 0  # rank 1's rows are shorter
-    adv = torch.tensor([1.0, -1.0, 0.5, -0.5])
     trainer._siras_rewards = torch.tensor([1.0, 0.0, 0.75, 0.25])
-    full = {"completion_ids": ids, "completion_mask": mask, "advantages": adv}
+    full = {"completion_ids": ids, "completion_mask": mask}
     expected, _ = trainer._siras_shape(full)  # one process holding the whole group
-    mine = {"completion_ids": ids[2:, :9], "completion_mask": mask[2:, :9], "advantages": adv[2:]}
-    other = [mask[:2], ids[:2], adv[:2, None]]  # order: mask, ids, advantages
+    mine = {"completion_ids": ids[2:, :9], "completion_mask": mask[2:, :9]}
+    other = [mask[:2], ids[:2]]  # order: mask, ids
     trainer.accelerator = _TwoRankAccelerator(other, torch.device("cpu"))
     got, stats = trainer._siras_shape(mine)
     assert stats.kinds == ["normal"] and got.shape == (2, 9)
     assert torch.allclose(got, expected[2:, :9])
+
+
+def test_trl_is_the_pinned_version_with_the_overridden_private_methods() -> None:
+    """The trainer overrides TRL private methods: the installed TRL must be in pyproject's pinned range,
+    and those methods must still exist with the signatures the overrides were written for."""
+    import inspect
+    import tomllib
+    from importlib.metadata import version
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+    from trl import GRPOTrainer
+
+    meta = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    req = next(
+        Requirement(r) for r in meta["project"]["optional-dependencies"]["train"] if r.startswith("trl")
+    )
+    assert req.specifier.contains(version("trl")), (req, version("trl"))
+    assert not req.specifier.contains("1.17.0")  # an upper bound: a new minor release is checked first
+    params = {
+        "_calculate_rewards": ["self", "inputs", "prompts", "completions", "completion_ids_list"],
+        "_generate_and_score_completions": ["self", "inputs"],
+        "_compute_loss": ["self", "model", "inputs"],
+    }
+    for name, want in params.items():
+        assert list(inspect.signature(getattr(GRPOTrainer, name)).parameters) == want, name
+    sig = inspect.signature(GRPOTrainer._get_per_token_logps_and_entropies).parameters
+    assert {"model", "input_ids", "attention_mask", "logits_to_keep", "batch_size", "compute_entropy"} <= set(
+        sig
+    )
+
+
+def test_unscorable_rollouts_stay_nan_and_get_zero_advantage(tiny, tmp_path) -> None:
+    """A rollout whose reward functions all returned None is NaN (excluded), not 0 as nansum made it."""
+    trainer = make_trainer(tiny, tmp_path, SirasConfig(max_chunk_len=4, min_chunk_len=2))
+    per_func = torch.tensor([[1.0], [float("nan")], [0.0], [1.0]])
+    trainer.reward_weights = torch.ones(1)
+    import trl
+
+    orig = trl.GRPOTrainer._calculate_rewards
+    trl.GRPOTrainer._calculate_rewards = lambda self, *a: per_func
+    try:
+        trainer._calculate_rewards(None, None, None, None)
+    finally:
+        trl.GRPOTrainer._calculate_rewards = orig
+    assert torch.isnan(trainer._siras_rewards[1]) and trainer._siras_rewards[0] == 1.0
+    ids = torch.randint(3, 500, (4, 8), generator=torch.Generator().manual_seed(2))
+    shaped, stats = trainer._siras_shape(
+        {"completion_ids": ids, "completion_mask": torch.ones(4, 8, dtype=torch.long)}
+    )
+    assert (shaped[1] == 0).all() and stats.unusable == 1
+    assert (shaped[0] > 0).all() and (shaped[2] < 0).all()

@@ -1,10 +1,11 @@
 """The vectorised SIRAS weights equal a small loop-per-pair reference implementation on random groups.
 
-The reference aligns each sibling pair on its own with a plain banded DTW (cell by cell, float64, ties:
+The reference aligns every sibling pair on its own with a plain banded DTW (cell by cell, float64, ties:
 diagonal, then the step in a, then the step in b) over a dense similarity matrix, and accumulates
-matches, cluster credit and pooled surprise profiles cell by cell. Similarities use the library's
-definition (exact integer count dot products, scaled by float32 inverse norms), so both sides see the
-same bits and the DTW paths must be identical.
+matches, cluster credit and pooled surprise profiles cell by cell. Similarities are computed
+independently from Python sets of token n-grams (Dice overlap, rounded once to float32 as the
+library does), so both sides see the same bits and the DTW paths must be identical. The group is
+processed in the library's canonical (content-sorted) order.
 """
 
 from __future__ import annotations
@@ -23,29 +24,22 @@ from training.rl.siras import (
     group_weights,
     mean_match,
 )
-from training.rl.siras.features import (
-    average_linkage_labels,
-    chunk_hashes,
-    hash_buckets,
-    js_divergence,
-    normalise,
-    same_label_pairs,
-)
-from training.rl.siras.weights import partner_pairs
+from training.rl.siras.features import average_linkage_labels, chunk_hashes, js_divergence, same_label_pairs
+from training.rl.siras.weights import canonical_order
 
 
-def _counts(ids: np.ndarray, starts: np.ndarray, dim: int) -> np.ndarray:
+def _gram_sets(ids: np.ndarray, starts: np.ndarray, ngram: int) -> list[set]:
     chunk = chunk_index(starts)
-    n = int(starts.sum())
-    out = np.zeros((n, dim), dtype=np.float32)
-    uni, big = hash_buckets(ids, chunk, starts, dim)
-    for flat in np.concatenate([uni, big]):
-        out[flat // dim, flat % dim] += 1
-    return out
+    sets: list[set] = [set() for _ in range(int(starts.sum()))]
+    for k in range(1, ngram + 1):
+        for i in range(ids.size - k + 1):
+            if chunk[i] == chunk[i + k - 1]:
+                sets[chunk[i]].add(tuple(ids[i : i + k].tolist()))
+    return sets
 
 
-def _inv(counts: np.ndarray) -> np.ndarray:
-    return (1.0 / np.sqrt((counts.astype(np.float64) ** 2).sum(1))).astype(np.float32)
+def _dice(a: set, b: set) -> np.float32:
+    return np.float32(min(1.0, 2.0 * len(a & b) / max(len(a) + len(b), 1)))
 
 
 def _dtw_path(cost: np.ndarray, w: int) -> list[tuple[int, int]]:
@@ -76,17 +70,26 @@ def _dtw_path(cost: np.ndarray, w: int) -> list[tuple[int, int]]:
 
 def reference_weights(token_ids, logprobs, config: SirasConfig, markers: StructureMarkers):
     n = len(token_ids)
+    order = canonical_order(token_ids, logprobs, [None] * n)
+    token_ids = [token_ids[j] for j in order]
+    logprobs = [logprobs[j] for j in order]
+    m, omega, mult = _reference_sorted(token_ids, logprobs, config, markers)
+    back = np.argsort(order)
+    return [m[b] for b in back], [omega[b] for b in back], [mult[b] for b in back]
+
+
+def _reference_sorted(token_ids, logprobs, config: SirasConfig, markers: StructureMarkers):
+    n = len(token_ids)
     starts = [chunk_starts(token_ids[j], logprobs[j], config, markers) for j in range(n)]
     chunks = [chunk_index(s) for s in starts]
-    counts = [_counts(token_ids[j], starts[j], config.hash_dim) for j in range(n)]
-    inv = [_inv(c) for c in counts]
-    n_ch = [c.shape[0] for c in counts]
-    ia, ib = partner_pairs(n, config.max_partners)
+    grams = [_gram_sets(token_ids[j], starts[j], config.ngram) for j in range(n)]
+    n_ch = [len(g) for g in grams]
+    ia, ib = np.triu_indices(n, k=1)
     m_ab = [np.zeros(n_ch[a]) for a in ia]
     m_ba = [np.zeros(n_ch[b]) for b in ib]
     paths = []
     for q, (a, b) in enumerate(zip(ia, ib, strict=True)):
-        sim = np.minimum((counts[a] @ counts[b].T * inv[a][:, None]) * inv[b][None, :], np.float32(1.0))
+        sim = np.array([[_dice(x, y) for y in grams[b]] for x in grams[a]], dtype=np.float32)
         if config.alignment == "dtw":
             hw = max(config.min_band, int(np.ceil(config.band * max(n_ch[a], n_ch[b]))))
             path = _dtw_path(np.float32(1.0) - sim, hw)
@@ -94,7 +97,7 @@ def reference_weights(token_ids, logprobs, config: SirasConfig, markers: Structu
             path = [(i, i) for i in range(min(n_ch[a], n_ch[b]))]
         paths.append(path)
         for x, y in path:
-            s = 1.0 if sim[x, y] > 1.0 - 1e-6 else float(sim[x, y])
+            s = float(sim[x, y])
             m_ab[q][x] = max(m_ab[q][x], s)
             m_ba[q][y] = max(m_ba[q][y], s)
 
@@ -112,10 +115,10 @@ def reference_weights(token_ids, logprobs, config: SirasConfig, markers: Structu
         m = mean_m()
         cand = [(j, c) for j in range(n) for c in range(n_ch[j]) if m[j][c] < config.cluster_max_match]
         if 2 <= len(cand) <= config.cluster_max_chunks:
-            vec = normalise(np.stack([counts[j][c] for j, c in cand]))
+            simmat = np.array([[_dice(grams[j][c], grams[k][d]) for k, d in cand] for j, c in cand])
             keys = np.array([chunk_hashes(token_ids[j], starts[j])[c] for j, c in cand])
-            labels = average_linkage_labels(vec, config.cluster_cut, keys)
-            sims = np.clip(np.einsum("nd,nd->n", *[vec[i] for i in same_label_pairs(labels)]), 0.0, 1.0)
+            labels = average_linkage_labels(simmat, config.cluster_cut, keys)
+            sims = [float(simmat[x, y]) for x, y in zip(*same_label_pairs(labels), strict=True)]
             for (left, right), s in zip(zip(*same_label_pairs(labels), strict=True), sims, strict=True):
                 (j, c), (k, _) = cand[left], cand[right]
                 for q, (a, b) in enumerate(zip(ia, ib, strict=True)):
@@ -156,7 +159,7 @@ CONFIGS = [
     {"alignment": "positional"},
     {"gate": False},
     {"cluster": False},
-    {"max_partners": 2},
+    {"ngram": 3},
     {"band": 0.01, "min_band": 1},
     {"band": 0.3, "gamma": 2.0},
 ]

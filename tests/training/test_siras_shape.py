@@ -26,10 +26,10 @@ ABLATIONS = [
     {"chunking": "structure"},
     {"chunking": "fixed", "max_chunk_len": 5},
     {"cluster": False},
-    {"max_partners": 2},
+    {"ngram": 1},
+    {"ngram": 3},
     {"band": 0.01, "min_band": 1},
     {"u_min": 0.0},
-    {"positive_soft_clip": True},
     {"max_chunk_len": 3, "min_chunk_len": 1, "surprise_threshold": 0.5, "surprise_z": 0.0},
 ]
 
@@ -69,7 +69,7 @@ def groups(draw, kind: str = "any"):
         r[0], r[1] = 0.0, 1.0  # non-degenerate
         r = r + rng.random(n) * draw(st.sampled_from([0.0, 0.3]))
     ablation = draw(st.sampled_from(ABLATIONS))
-    return SiblingGroup(toks, r, grpo(r), lps), SirasConfig(**ablation)
+    return SiblingGroup(toks, r, grpo(r), lps), SirasConfig(positive_soft_clip=False, **ablation)
 
 
 @settings(max_examples=100, deadline=None)
@@ -82,8 +82,7 @@ def test_token_mean_and_sign_rule(gc) -> None:
     """
     g, cfg = gc
     out = shape_advantages(g, cfg, markers())
-    target = positive_soft_clip(g.advantages) if cfg.positive_soft_clip else g.advantages
-    for o, t, a in zip(out, g.token_ids, target, strict=True):
+    for o, t, a in zip(out, g.token_ids, g.advantages, strict=True):
         assert o.shape == (t.size,) and o.dtype == torch.float64
         if t.size:
             assert float(o.mean()) == pytest.approx(a, abs=1e-6)
@@ -95,6 +94,27 @@ def test_token_mean_and_sign_rule(gc) -> None:
         else:
             assert (o * a >= 0).all()
         assert (np.abs(o) <= abs(a) * (cfg.u_max + 1 - cfg.u_min) + 1e-9).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(groups(), st.sampled_from([0.5, 1.0, 2.0]))
+def test_soft_clip_acts_on_shaped_token_advantages(gc, level) -> None:
+    """The positive soft clip maps each shaped token advantage x > 0 to c·tanh(x/c) (< c, monotone);
+    negative token advantages, hence negative rollouts' exact token means, are untouched."""
+    g, cfg = gc
+    raw = shape_advantages(g, cfg, markers())
+    clipped = shape_advantages(
+        g, cfg.model_copy(update={"positive_soft_clip": True, "soft_clip_level": level}), markers()
+    )
+    for r, c, a in zip(raw, clipped, g.advantages, strict=True):
+        r, c = r.numpy(), c.numpy()
+        pos = r > 0
+        np.testing.assert_allclose(c[pos], level * np.tanh(r[pos] / level), rtol=0, atol=1e-12)
+        assert (c[pos] < level).all() and (c[~pos] == r[~pos]).all()
+        if a < 0 and r.size:
+            assert float(c.mean()) == pytest.approx(a, abs=1e-6)
+        order = np.argsort(r, kind="stable")
+        assert (np.diff(c[order]) >= -1e-12).all()  # ranking of tokens kept
 
 
 @settings(max_examples=40, deadline=None)
@@ -129,7 +149,11 @@ def test_identical_siblings_give_flat_multipliers() -> None:
     lp = -rng.gamma(1.0, 1.5, 50)
     r = np.array([0.0, 1.0, 1.0, 0.0])
     g = SiblingGroup([t] * 4, r, grpo(r), [lp] * 4)
-    for cfg in (SirasConfig(), SirasConfig(alignment="positional"), SirasConfig(gate=False)):
+    for cfg in (
+        SirasConfig(positive_soft_clip=False),
+        SirasConfig(alignment="positional", positive_soft_clip=False),
+        SirasConfig(gate=False, positive_soft_clip=False),
+    ):
         gw = group_weights(g.token_ids, g.logprobs, cfg, markers())
         for u in gw.multipliers:
             assert np.allclose(u, 1.0, atol=1e-12)
@@ -189,7 +213,7 @@ def test_s_batch_scales_degenerate_residuals() -> None:
     r = np.array([1.0, 0.0, 0.0, 1.0])
     normal = SiblingGroup(toks, r, grpo(r))
     big = SiblingGroup(toks, r, 2 * grpo(r))
-    cfg = SirasConfig(gate=False)
+    cfg = SirasConfig(gate=False, positive_soft_clip=False)
     (_, res1), st1 = shape_batch([normal, wrong], cfg, markers(60))
     (_, res2), st2 = shape_batch([big, wrong], cfg, markers(60))
     assert st1.kinds == ["normal", "all_wrong"]
@@ -211,6 +235,7 @@ def test_switches_residual_and_enabled() -> None:
 
 def test_positive_soft_clip() -> None:
     a = np.array([-3.0, -0.5, 0.0, 0.5, 1.0, 3.0, 30.0])
+    assert np.allclose(positive_soft_clip(a, 2.0)[3:], 2.0 * np.tanh(a[3:] / 2.0))
     c = positive_soft_clip(a)
     assert (c[:3] == a[:3]).all()
     assert (c[3:] > 0).all() and (c[3:] < 1.0 + 1e-12).all() and (np.diff(c[3:]) >= 0).all()
@@ -218,8 +243,16 @@ def test_positive_soft_clip() -> None:
 
 def test_empty_and_single_rollouts() -> None:
     g = SiblingGroup([np.array([], dtype=np.int64), np.array([1, 2, 3])], [0.0, 1.0], [-1.0, 1.0])
-    out = shape_advantages(g, SirasConfig())
-    assert out[0].numel() == 0 and torch.allclose(out[1], torch.ones(3, dtype=torch.float64))
+    out = shape_advantages(g, SirasConfig(positive_soft_clip=False), s_batch=1.0)
+    # the empty rollout takes no part: one scored rollout is a degenerate group (q = 0: no residual)
+    assert out[0].numel() == 0 and (out[1] == 0).all()
+    two = SiblingGroup(
+        [np.array([], dtype=np.int64), np.array([1, 2, 3]), np.array([1, 2, 4])],
+        [0.0, 1.0, 0.0],
+        [0.0, 1.0, -1.0],
+    )
+    out = shape_advantages(two, SirasConfig(positive_soft_clip=False))
+    assert out[0].numel() == 0 and float(out[1].mean()) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="rewards"):
         SiblingGroup([np.array([1])], [0.0, 1.0], [0.0, 1.0])
     with pytest.raises(ValueError, match="surprise_bins"):

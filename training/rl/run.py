@@ -3,8 +3,8 @@
 Wiring (TRL 1.16 hooks): ``environment_factory`` makes one ``ResearchEnv`` per rollout (the agent's
 tools over the indexed corpus); TRL's multi-turn tool loop generates, runs the tools, appends their
 results (masked from the loss by ``tool_mask``) and generates again; ``research_reward`` scores each
-episode and logs its metrics; the trainer class is ``training.rl.trainer`` (SIRAS shaping of
-(B, T) advantages, issue 6) or TRL's plain ``GRPOTrainer`` (``advantage.method = "grpo"``). On GPU,
+episode and logs its metrics; the trainer class is ``training.rl.trainer`` with the advantage estimator
+named by ``advantage.method`` (``training.rl.advantages``: grpo, siras and its ablations). On GPU,
 ``launch.rollout`` (``training.rl.configs``: ``vllm_colocate`` / ``vllm_server``) turns on TRL's vLLM
 generation.
 
@@ -86,13 +86,12 @@ def rl_rows(
 
 
 def trainer_class(method: str) -> type:
-    """TRL's GRPOTrainer, or the SIRAS subclass of the RL-core work (``training.rl.trainer``)."""
-    if method == "grpo":
-        from trl import GRPOTrainer
-
-        return GRPOTrainer
+    """The trainer for an advantage estimator: every registered estimator (``grpo`` included) runs in
+    the same ``SirasGRPOTrainer`` plumbing, so methods differ only in their advantages."""
+    from training.rl.advantages import get_adv_est
     from training.rl.trainer import SirasGRPOTrainer
 
+    get_adv_est(method)  # unknown names fail here, before a model is loaded
     return SirasGRPOTrainer
 
 
@@ -225,11 +224,7 @@ def build_rl_trainer(
         scheduler = Scheduler(labels, cfg.schedule)
     base = trainer_class(cfg.advantage.method)
     cls = with_schedule(base)
-    kwargs: dict[str, Any] = {}
-    if cfg.advantage.method == "siras":
-        from training.rl.siras import SirasConfig
-
-        kwargs["siras_config"] = SirasConfig.model_validate(cfg.advantage.options)
+    kwargs: dict[str, Any] = {"advantage": cfg.advantage.method, "siras_config": cfg.advantage.siras}
     trainer = cls(
         model=model,
         reward_funcs=[make_reward(scheduler, cfg.grpo.num_generations)],

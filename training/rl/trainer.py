@@ -1,23 +1,26 @@
-"""GRPO with SIRAS advantages: a TRL ``GRPOTrainer`` whose loss sees per-token (B, T) advantages.
+"""GRPO with registered advantage estimators: a TRL ``GRPOTrainer`` whose loss sees (B, T) advantages.
 
 Entry point for ``app.py train rl`` (and scripts)::
 
     from training.rl.trainer import SirasGRPOTrainer
     from training.rl.siras import SirasConfig
     trainer = SirasGRPOTrainer(model=path_or_model, reward_funcs=[...], args=GRPOConfig(...),
-                               train_dataset=ds, processing_class=tokenizer, siras_config=SirasConfig())
+                               train_dataset=ds, processing_class=tokenizer,
+                               advantage="siras", siras_config=SirasConfig())
     trainer.train()
 
-How it plugs in (TRL 1.16): ``_generate_and_score_completions`` runs as usual (rollouts, rewards, GRPO
-advantages A_j of shape (B,)); afterwards the whole generation batch is gathered across processes
-(so every prompt's sibling group is complete — groups are the consecutive blocks of
-``num_generations`` rows TRL itself normalises over), each rollout's valid tokens (completion mask ×
-tool mask: tool-result tokens stay masked and also split chunks) are shaped by SIRAS, and this
-process's rows come back as a (B, T) tensor. ``_compute_loss`` only unsqueezes 1-D advantages, so the
-(B, T) tensor reaches the policy loss unchanged. Per step it logs ``siras/degenerate_frac``,
-``siras/mean_abs_adv``, ``siras/multiplier_spread``, ``siras/entropy``, ``siras/s_batch`` and
-``siras/shaping_ms`` (``siras/logps_ms``: the extra no-grad forward for surprise log-probs, only
-when TRL did not compute them already). ``siras_config.enabled=False`` gives plain GRPO with identical plumbing.
+How it plugs in (written for TRL 1.16 — the private methods overridden here are pinned in
+pyproject.toml and checked by tests/training/test_rl_trainer.py): ``_calculate_rewards`` keeps the
+gathered per-function rewards (a row whose functions all returned None stays NaN — unscorable — where
+TRL's ``nansum`` would make it 0); ``_generate_and_score_completions`` runs TRL's generation, then the
+whole generation batch is gathered across processes (every prompt's sibling group complete — groups
+are the consecutive blocks of ``num_generations`` rows TRL itself normalises over) and handed to the
+estimator named by ``advantage`` (``training.rl.advantages``); this process's rows come back as a
+(B, T) tensor in ``advantages``. ``_compute_loss`` only unsqueezes 1-D advantages, so the (B, T)
+tensor reaches the policy loss unchanged. Per step it logs ``siras/degenerate_frac``,
+``siras/mean_abs_adv``, ``siras/multiplier_spread``, ``siras/entropy``, ``siras/s_batch``,
+``siras/cluster_skipped``, ``siras/unusable`` and ``siras/shaping_ms`` (``siras/logps_ms``: the extra
+no-grad forward for surprise log-probs, only when TRL did not compute them already).
 """
 
 from __future__ import annotations
@@ -29,26 +32,49 @@ import numpy as np
 import torch
 from trl import GRPOTrainer
 
-from training.rl.siras import SiblingGroup, SirasConfig, StructureMarkers, shape_batch
+from training.rl.advantages import AdvantageBatch, EstimatorContext, get_adv_est
+from training.rl.siras import SirasConfig, StructureMarkers
 
 
 class SirasGRPOTrainer(GRPOTrainer):
-    """``GRPOTrainer`` with SIRAS token-level advantages (see module docstring)."""
+    """``GRPOTrainer`` with token-level advantages from a registered estimator (module docstring)."""
 
-    def __init__(self, *args: Any, siras_config: SirasConfig | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, advantage: str = "siras", siras_config: SirasConfig | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
+        agg = getattr(self.args, "multi_objective_aggregation", "sum_then_normalize")
+        if agg != "sum_then_normalize":
+            raise ValueError(
+                f"SirasGRPOTrainer computes A_j from the summed reward; multi_objective_aggregation={agg!r}"
+            )
+        self.advantage_name = advantage
+        self.estimator = get_adv_est(advantage)
         self.siras_config = siras_config or SirasConfig()
         tok = getattr(self.processing_class, "tokenizer", self.processing_class)
         self.siras_markers = StructureMarkers.from_tokenizer(tok)
+        self._success_col: int | None = None
+        if self.siras_config.success_reward is not None:
+            names = list(self.reward_func_names)
+            if self.siras_config.success_reward not in names:
+                raise ValueError(
+                    f"success_reward {self.siras_config.success_reward!r} is not a reward function "
+                    f"(reward functions: {names})"
+                )
+            self._success_col = names.index(self.siras_config.success_reward)
         self._siras_rewards: torch.Tensor | None = None
-        self._siras_s_batch = self.siras_config.s_batch_fallback
+        self._siras_success: torch.Tensor | None = None
+        self._siras_s_batch: float | None = None
         self.last_shaped_advantages: torch.Tensor | None = None  # this process's last (B, T) advantages
 
-    # TRL computes rewards for the whole (gathered) generation batch here; keep them for the residuals.
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # type: ignore[override]
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         weights = self.reward_weights.to(rewards_per_func.device).unsqueeze(0)
-        self._siras_rewards = (rewards_per_func * weights).nansum(dim=1)
+        total = (rewards_per_func * weights).nansum(dim=1)
+        unscored = torch.isnan(rewards_per_func).all(dim=1)
+        self._siras_rewards = torch.where(unscored, torch.full_like(total, float("nan")), total)
+        col = self._success_col
+        self._siras_success = None if col is None else rewards_per_func[:, col].detach().clone()
         return rewards_per_func
 
     def _generate_and_score_completions(self, inputs):  # type: ignore[override]
@@ -56,12 +82,15 @@ class SirasGRPOTrainer(GRPOTrainer):
         if not self.model.training or self._siras_rewards is None:
             return out
         start = time.perf_counter()
-        logps, entropy = self._siras_logps(out)
+        needs_lp = self.advantage_name != "grpo" and self.siras_config.enabled
+        logps, entropy = self._siras_logps(out) if needs_lp else (None, None)
         mid = time.perf_counter()
         shaped, stats = self._siras_shape(out, logps)
         out["advantages"] = shaped
         self.last_shaped_advantages = shaped.detach().clone()
         ms = (time.perf_counter() - mid) * 1000.0
+        if self.advantage_name == "grpo":
+            return out  # plain GRPO: TRL's own metrics only
         mask = self._loss_mask(out).bool()
         metrics = self._metrics["train"]
         n_groups = max(1, len(stats.kinds))
@@ -70,6 +99,8 @@ class SirasGRPOTrainer(GRPOTrainer):
         spread = float(np.mean(stats.multiplier_std)) if stats.multiplier_std else 0.0
         metrics["siras/multiplier_spread"].append(spread)
         metrics["siras/s_batch"].append(stats.s_batch)
+        metrics["siras/cluster_skipped"].append(float(stats.cluster_skipped))
+        metrics["siras/unusable"].append(float(stats.unusable))
         metrics["siras/shaping_ms"].append(ms)
         metrics["siras/logps_ms"].append((mid - start) * 1000.0)
         if entropy is not None:
@@ -89,7 +120,7 @@ class SirasGRPOTrainer(GRPOTrainer):
             if out.get(key) is not None:
                 return out[key].detach(), None
         cfg = self.siras_config
-        if not (cfg.chunking == "hybrid" or cfg.gate) or not cfg.enabled:
+        if not (cfg.chunking == "hybrid" or cfg.gate):
             return None, None
         ids = torch.cat([out["prompt_ids"], out["completion_ids"]], dim=1)
         attn = torch.cat([out["prompt_mask"], out["completion_mask"]], dim=1)
@@ -108,13 +139,11 @@ class SirasGRPOTrainer(GRPOTrainer):
         return self.accelerator.gather(x)
 
     def _siras_shape(self, out: dict[str, Any], logps: torch.Tensor | None = None):
-        """Shape the gathered batch; returns this process's (B, T) advantages and the stats."""
-        cfg = self.siras_config
+        """Run the estimator on the gathered batch; returns this process's (B, T) advantages and stats."""
         local_b, local_t = out["completion_ids"].shape
         device = out["completion_ids"].device
         mask = self._gather_rows(self._loss_mask(out).long(), 0).cpu()
         ids = self._gather_rows(out["completion_ids"], 0).cpu()
-        adv = self._gather_rows(out["advantages"].float().unsqueeze(1), 0.0).squeeze(1).cpu()
         lps = self._gather_rows(logps.float(), 0.0).cpu() if logps is not None else None
         rewards = self._siras_rewards.detach().float().cpu()
         g = self.num_generations
@@ -124,33 +153,27 @@ class SirasGRPOTrainer(GRPOTrainer):
                 f"SIRAS needs whole sibling groups: gathered batch {total} rows, rewards {rewards.shape[0]}, "
                 f"num_generations {g} (generation_batch_size must be a multiple of num_generations)"
             )
-        groups, rows = [], []
-        for start in range(0, total, g):
-            toks, lpl, brk = [], [], []
-            for i in range(start, start + g):
-                pos = torch.nonzero(mask[i], as_tuple=False).squeeze(1)
-                toks.append(ids[i, pos].numpy())
-                lpl.append(lps[i, pos].numpy() if lps is not None else None)
-                gaps = np.zeros(pos.numel(), dtype=bool)
-                if pos.numel() > 1:
-                    gaps[1:] = (pos[1:] - pos[:-1] > 1).numpy()  # masked tool output was cut out here
-                brk.append(gaps)
-                rows.append(pos)
-            groups.append(
-                SiblingGroup(
-                    token_ids=toks,
-                    rewards=rewards[start : start + g].numpy(),
-                    advantages=adv[start : start + g].numpy(),
-                    logprobs=lpl if lps is not None else None,
-                    breaks=brk,
-                )
-            )
-        shaped_groups, stats = shape_batch(groups, cfg, self.siras_markers, self._siras_s_batch)
-        if any(k == "normal" for k in stats.kinds):
-            self._siras_s_batch = stats.s_batch  # fallback for a later all-degenerate batch
-        full = torch.zeros(total, ids.shape[1], dtype=torch.float32)
-        flat = [t for grp in shaped_groups for t in grp]
-        for i, (pos, vals) in enumerate(zip(rows, flat, strict=True)):
-            full[i, pos] = vals.float()
+        success = self._siras_success.detach().float().cpu() if self._siras_success is not None else None
+        batch = AdvantageBatch(
+            token_ids=ids, mask=mask, rewards=rewards, group=torch.arange(total) // g, logprobs=lps,
+            success=success,
+        )  # fmt: skip
+        ctx = EstimatorContext(
+            scale=_scale(getattr(self.args, "scale_rewards", "group")),
+            markers=self.siras_markers,
+            s_batch_fallback=self._siras_s_batch,
+        )
+        result = self.estimator(batch, self.siras_config, ctx)
+        if any(k == "normal" for k in result.stats.kinds):
+            self._siras_s_batch = result.stats.s_batch  # fallback for a later all-degenerate batch
         first = self.accelerator.process_index * local_b
-        return full[first : first + local_b, :local_t].to(device), stats
+        return result.advantages[first : first + local_b, :local_t].to(device), result.stats
+
+
+def _scale(value: Any) -> str:
+    """TRL's ``scale_rewards`` (bool in older releases, "group"/"batch"/"none" in 1.x)."""
+    if value is True:
+        return "group"
+    if value is False or value is None:
+        return "none"
+    return str(value)

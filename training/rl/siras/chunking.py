@@ -71,13 +71,30 @@ class StructureMarkers:
         return out
 
 
+SURPRISE_CAP = 50.0  # nats: a −inf log-prob (probability 0 under the sampler) counts as this surprising
+
+
+def surprise(logprobs: np.ndarray) -> np.ndarray:
+    """Per-token surprise −log p (float64), made safe: a −inf log-prob gives ``SURPRISE_CAP``; a NaN or
+    +inf log-prob (no valid probability) gives NaN = unknown (never a peak, left out of profiles);
+    a log-prob slightly above 0 (round-off) gives 0."""
+    lp = np.asarray(logprobs, dtype=np.float64)
+    s = np.where(np.isneginf(lp), SURPRISE_CAP, -lp)
+    s = np.where(np.isnan(lp) | np.isposinf(lp), np.nan, s)
+    return np.where(s < 0.0, 0.0, np.minimum(s, SURPRISE_CAP))
+
+
 def surprise_peaks(logprobs: np.ndarray, config: SirasConfig) -> np.ndarray:
-    """Tokens whose surprise −log p exceeds both the absolute threshold and mean + z·std of the rollout."""
-    s = -np.asarray(logprobs, dtype=np.float64)
-    if s.size == 0:
-        return np.zeros(0, dtype=bool)
-    rel = s.mean() + config.surprise_z * s.std()
-    return (s > config.surprise_threshold) & (s > rel)
+    """Tokens whose surprise −log p exceeds both the absolute threshold and mean + z·std of the rollout's
+    known surprises (non-finite log-probs: see :func:`surprise`)."""
+    s = surprise(logprobs)
+    known = ~np.isnan(s)
+    if not known.any():
+        return np.zeros(s.size, dtype=bool)
+    rel = s[known].mean() + config.surprise_z * s[known].std()
+    return (
+        known & (np.nan_to_num(s, nan=-1.0) > config.surprise_threshold) & (np.nan_to_num(s, nan=-1.0) > rel)
+    )
 
 
 def _since_last(starts: np.ndarray) -> np.ndarray:

@@ -42,7 +42,13 @@ class SirasConfig(BaseModel):
     )
 
     # 2. similarity, alignment, clustering
-    hash_dim: int = Field(64, ge=8, le=4096, description="buckets of the hashed uni+bigram chunk vectors")
+    ngram: int = Field(
+        2,
+        ge=1,
+        le=4,
+        description="chunk similarity = Dice overlap of the sets of token 1..ngram-grams "
+        "inside each chunk (exact n-grams, no hashing: unrelated chunks score by their real overlap)",
+    )
     alignment: Literal["dtw", "positional"] = Field(
         "dtw", description="dtw = banded DTW over chunks; positional = chunk i ↔ chunk i (ablation)"
     )
@@ -50,12 +56,6 @@ class SirasConfig(BaseModel):
         0.1, gt=0.0, le=1.0, description="DTW band half-width as a fraction of the longer chunk sequence"
     )
     min_band: int = Field(2, ge=1, description="DTW band half-width lower bound in chunks")
-    max_partners: int = Field(
-        8,
-        ge=1,
-        description="leave-one-out match over at most this many siblings per rollout (a ring; "
-        "n − 1 when n − 1 <= max_partners) — bounds the pair count at large n",
-    )
     cluster: bool = Field(True, description="average-linkage clustering credits reordered shared chunks")
     cluster_cut: float = Field(
         0.25, gt=0.0, lt=1.0, description="average-linkage cut height (1 − similarity)"
@@ -64,7 +64,10 @@ class SirasConfig(BaseModel):
         0.8, gt=0.0, le=1.0, description="only chunks whose aligned match is below this are clustered"
     )
     cluster_max_chunks: int = Field(
-        800, ge=2, description="cost cap: more candidate chunks than this and clustering is skipped"
+        2000,
+        ge=2,
+        description="cost cap: with more candidate chunks clustering is skipped for that group "
+        "(logged as a warning and counted in ShapeStats.cluster_skipped / siras/cluster_skipped)",
     )
 
     # 3. weights and multipliers
@@ -82,18 +85,29 @@ class SirasConfig(BaseModel):
     # 4. degenerate groups (all rewards equal)
     residual: bool = Field(True, description="degenerate-group residuals (False: GRPO's zero advantage)")
     success_threshold: float = Field(
-        0.5, description="a degenerate group whose common reward is >= this is all-correct, else all-wrong"
+        0.5,
+        description="a degenerate group is all-correct when its rollouts' success score is >= this. The "
+        "success score is the reward column named by success_reward (e.g. the correctness reward of a "
+        "composite), else the total reward — so with a composite total, name the correctness column",
+    )
+    success_reward: str | None = Field(
+        None, description="name of the reward function whose value decides success (None: the total reward)"
     )
     reward_tie_tol: float = Field(1e-6, ge=0.0, description="rewards within this are equal (degenerate)")
     lam: float = Field(0.25, ge=0.0, description="λ: all-correct residual scale (× s_batch)")
     eta: float = Field(0.1, ge=0.0, description="η: all-wrong residual scale (× s_batch)")
-    rho: float = Field(0.1, gt=0.0, description="ρ: q_j = −(T_j − T̄)/max(σ_T, ρ·T̄)")
+    rho: float = Field(0.1, gt=0.0, description="ρ: q_j = −(T_j − T̄)/max(σ_T, ρ·T̄) over non-empty rollouts")
     s_batch_fallback: float = Field(
         0.0, ge=0.0, description="s_batch when a batch has no non-degenerate rollout (trainer: last seen)"
     )
 
-    # 5. positive-advantage soft clip
-    positive_soft_clip: bool = Field(False, description="soft-clip positive A_j to 1.0: A ← tanh(A) if A > 0")
+    # 5. positive-advantage soft clip, on the shaped token advantages
+    positive_soft_clip: bool = Field(
+        True,
+        description="soft-clip positive shaped token advantages: A_jt ← c·tanh(A_jt / c) where A_jt > 0 "
+        "(negative ones untouched); applied after shaping, so large multipliers on winning tokens saturate",
+    )
+    soft_clip_level: float = Field(1.0, gt=0.0, description="c: the level positive token advantages approach")
 
     @model_validator(mode="after")
     def _check(self) -> SirasConfig:

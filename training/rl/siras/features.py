@@ -1,5 +1,5 @@
-"""Chunk features: hashed uni+bigram vectors (similarity in [0, 1]), content hashes, surprise profiles,
-Jensen–Shannon divergence, and average-linkage clustering of chunks."""
+"""Chunk features: content hashes, Jensen–Shannon divergence of surprise profiles, and average-linkage
+clustering of chunks (similarities: :mod:`training.rl.siras.similarity`)."""
 
 from __future__ import annotations
 
@@ -8,41 +8,6 @@ from scipy.cluster.hierarchy import fcluster, linkage
 
 _MUL = np.uint64(0x9E3779B97F4A7C15)
 _R = np.uint64(0xBF58476D1CE4E5B9)
-
-
-def _hash(x: np.ndarray, dim: int) -> np.ndarray:
-    h = (x.astype(np.uint64) + np.uint64(1)) * _MUL
-    return ((h >> np.uint64(29)) % np.uint64(dim)).astype(np.int64)
-
-
-def hash_buckets(
-    token_ids: np.ndarray, chunk: np.ndarray, starts: np.ndarray, dim: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Flat bucket indices ``chunk * dim + hash`` of every unigram and every within-chunk bigram."""
-    ids = np.asarray(token_ids, dtype=np.int64)
-    uni = chunk * dim + _hash(ids, dim)
-    keep = ~starts[1:]
-    big = chunk[1:][keep] * dim + _hash(ids[:-1][keep] * 1_000_003 + ids[1:][keep] + (1 << 40), dim)
-    return uni, big
-
-
-def chunk_vectors(
-    token_ids: np.ndarray, chunk: np.ndarray, starts: np.ndarray, n_chunks: int, dim: int
-) -> np.ndarray:
-    """(n_chunks, dim) float32 L2-normalised bag of hashed unigrams + within-chunk bigrams.
-
-    Non-negative vectors, so cosine similarity lies in [0, 1]; identical chunks have similarity 1.
-    """
-    uni, big = hash_buckets(token_ids, chunk, starts, dim)
-    counts = np.bincount(np.concatenate([uni, big]), minlength=n_chunks * dim).astype(np.float32)
-    return normalise(counts.reshape(n_chunks, dim))
-
-
-def normalise(counts: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit L2 norm (float32)."""
-    vec = counts.astype(np.float32, copy=False)
-    norm = np.linalg.norm(vec, axis=1, keepdims=True)
-    return vec / np.maximum(norm, 1e-12)
 
 
 def chunk_hashes(token_ids: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -56,17 +21,6 @@ def chunk_hashes(token_ids: np.ndarray, starts: np.ndarray) -> np.ndarray:
         powers = np.cumprod(np.full(int(pos.max()) + 1, _R, dtype=np.uint64))
         vals = (ids.astype(np.uint64) + np.uint64(1)) * powers[pos]
         return np.add.reduceat(vals, first) ^ (np.diff(np.append(first, ids.size)).astype(np.uint64) * _MUL)
-
-
-def surprise_histograms(
-    logprobs: np.ndarray | None, chunk: np.ndarray, n_chunks: int, edges: tuple[float, ...]
-) -> np.ndarray:
-    """(n_chunks, len(edges)+1) counts of token surprise (−log p) per bin; all zeros without log-probs."""
-    nb = len(edges) + 1
-    if logprobs is None:
-        return np.zeros((n_chunks, nb))
-    bins = np.searchsorted(np.asarray(edges), -np.asarray(logprobs, dtype=np.float64), side="right")
-    return np.bincount(chunk * nb + bins, minlength=n_chunks * nb).reshape(n_chunks, nb).astype(np.float64)
 
 
 def js_divergence(p_counts: np.ndarray, q_counts: np.ndarray, alpha: float = 0.5) -> np.ndarray:
@@ -84,24 +38,21 @@ def js_divergence(p_counts: np.ndarray, q_counts: np.ndarray, alpha: float = 0.5
     return np.where(empty, 1.0, np.clip(js, 0.0, 1.0))
 
 
-def average_linkage_labels(vec: np.ndarray, cut: float, keys: np.ndarray | None = None) -> np.ndarray:
+def average_linkage_labels(sim: np.ndarray, cut: float, keys: np.ndarray) -> np.ndarray:
     """Cluster chunks by average linkage on distance 1 − similarity, cut at ``cut``; (N,) labels.
 
-    Chunks with equal ``keys`` (content hashes; default: identical vectors) are clustered once —
-    duplicates sit at distance 0 and merge first, so this gives the same clusters at any cut > 0, and
-    repeated scaffolding makes it much cheaper.
+    ``sim`` is the (N, N) similarity matrix. Chunks with equal ``keys`` (content hashes) are clustered
+    once — duplicates sit at distance 0 and merge first, so this gives the same clusters at any
+    cut > 0 — and the unique chunks enter the linkage in key order, so the labels do not depend on
+    the order of the rollouts.
     """
-    n = vec.shape[0]
+    n = sim.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    if keys is None:
-        _, first, inverse = np.unique(vec, axis=0, return_index=True, return_inverse=True)
-    else:
-        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     if first.size == 1:
         return np.zeros(n, dtype=np.int64)
-    u = vec[first].astype(np.float64)
-    dist = np.clip(1.0 - u @ u.T, 0.0, 1.0)
+    dist = np.clip(1.0 - sim[np.ix_(first, first)].astype(np.float64), 0.0, 1.0)
     iu = np.triu_indices(first.size, k=1)
     labels = fcluster(linkage(dist[iu], method="average"), t=cut, criterion="distance")
     return labels[inverse.reshape(-1)].astype(np.int64)
