@@ -151,12 +151,18 @@ class RLRunConfig(_Strict):
     advantage: AdvantageSection = Field(default_factory=AdvantageSection)
     lora: LoraSection = Field(default_factory=LoraSection)
     launch: LaunchSection = Field(default_factory=LaunchSection)
-    async_rollouts: bool = Field(False, description="see training/rl/run.py: not implemented, refused")
+    async_rollouts: bool = Field(
+        False, description="research-env runs: refused (see training/rl/run.py); the async pipeline is training.rl.pipeline"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> RLRunConfig:
         if self.async_rollouts:
-            raise ValueError("async_rollouts is not supported yet (see training/rl/run.py docstring)")
+            raise ValueError(
+                "async_rollouts: the async pipeline (training.rl.pipeline: rollout workers, verification "
+                "workers, bounded-staleness queue) runs single-turn verifiable tasks; the research "
+                "environment's multi-turn tool loop is not ported to it yet (see training/rl/run.py docstring)"
+            )
         return self
 
 

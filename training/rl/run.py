@@ -19,10 +19,11 @@ and the scheduler advances once per optimiser step. The data loader prefetches o
 so a re-choice takes effect one batch later. With several processes the rewards are gathered first,
 so every process makes the same choice.
 
-Asynchronous rollouts are not offered: TRL's ``AsyncGRPOTrainer`` (trl.experimental.async_grpo) is a
-separate trainer that needs a vLLM server and NCCL weight transfer (no CPU path) and cannot host the
-SIRAS subclass; a home-made queue around ``GRPOTrainer`` would have to re-implement its generation
-batching and off-policy corrections. ``RLRunConfig.async_rollouts`` therefore refuses.
+Asynchronous rollouts: ``training.rl.pipeline`` is the async pipeline (rollout worker processes or a
+vLLM server ‖ reward-verification threads ‖ learner, bounded-staleness queue with importance
+weights or lag-dropping; measured by ``bench/async_rl.py``). It runs single-turn verifiable tasks;
+this research environment's multi-turn tool loop (TRL's ``environment_factory``) is not ported to
+it yet, so ``RLRunConfig.async_rollouts`` still refuses here.
 """
 
 from __future__ import annotations
