@@ -256,13 +256,16 @@ class Settings(BaseSettings):
 
 
 class _PrefixedDotEnv(DotEnvSettingsSource):
-    """A dotenv source that reads only ``EVENTFOLD_*`` variables: unrelated lines (OPENAI_API_KEY=...,
-    PATH=...) belong to other programs and never stop startup."""
+    """A dotenv source that reads only ``EVENTFOLD_<field>`` variables: unrelated lines
+    (OPENAI_API_KEY=..., EVENTFOLD_VENV=...) belong to other programs and never stop startup, as in
+    the environment itself; a misspelt nested key (EVENTFOLD_LLM__BACKNED) is still an error."""
 
     def _load_env_vars(self) -> Any:
         env_vars = super()._load_env_vars()
         prefix = (self.env_prefix or "").lower()
-        return {k: v for k, v in env_vars.items() if k.lower().startswith(prefix)}
+        fields = {f.lower() for f in self.settings_cls.model_fields}
+        return {k: v for k, v in env_vars.items()
+                if k.lower().startswith(prefix) and k.lower()[len(prefix):].split("__")[0] in fields}
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

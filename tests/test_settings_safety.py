@@ -33,7 +33,7 @@ def test_a_dotenv_in_the_working_directory_is_not_read(tmp_path: Path) -> None:
 def test_an_explicit_env_file_is_read_and_unrelated_variables_are_ignored(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     env = tmp_path / "my.env"
-    env.write_text("OPENAI_API_KEY=whatever\nSOME_TOOL_SETTING=1\nEVENTFOLD_INDEX=fromfile\n"
+    env.write_text("OPENAI_API_KEY=whatever\nSOME_TOOL_SETTING=1\nEVENTFOLD_INDEX=fromfile\nEVENTFOLD_VENV=/x\n"
                    "EVENTFOLD_LLM__TEMPERATURE=0.5\n")
     monkeypatch.setenv("EVENTFOLD_ENV_FILE", str(env))
     s = Settings()  # was: "extra inputs are not permitted" for OPENAI_API_KEY
