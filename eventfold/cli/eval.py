@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from eventfold.cli.common import console, err_console, load_settings
+from eventfold.cli.common import console, err_console, load_settings, safe
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -43,7 +43,7 @@ def _group() -> None:
 
 
 def _fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]{message}[/]")
+    err_console.print(f"[bold red]{safe(message)}[/]", soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -138,12 +138,12 @@ def multihop_cmd(
             from eventfold.llm.factory import make_chat_model
 
             chat_model = make_chat_model(settings)
-        console.print(f"indexing {len(passages)} passages of {ds.name} (extract={extract_mode}) …")
+        console.print(f"indexing {len(passages)} passages of {safe(ds.name)} (extract={extract_mode}) …")
         stack, summary = open_indexed_stack(
             settings, ds, passages, extract=extract_mode, chat_model=chat_model
         )  # type: ignore[arg-type]
         stack_cm.callback(stack.close)
-        console.print(f"index: {summary!r}"[:400])
+        console.print(safe(f"index: {summary.brief()}"[:400]))
         system = _qa_system(mode, stack.retriever, chat_model if wants_answers or mode == "agent" else None,
                             settings, fold=not no_fold, top_k=top_k, read_k=read_k)  # fmt: skip
         answer_judge = None
@@ -153,12 +153,12 @@ def multihop_cmd(
 
             answer_judge = AnswerJudge(make_judge_model(settings, url=judge_url, model=judge_model,
                                                         api_key_env=judge_key_env, fallback=chat_model))  # fmt: skip
-        console.print(f"{ds.name}: {len(ds.examples)} questions, run {system.name} → {out_dir}")
+        console.print(f"{safe(ds.name)}: {len(ds.examples)} questions, run {safe(system.name)} → {safe(out_dir)}")
         result = run_multihop(
             ds, system, out_dir, concurrency=concurrency, judge=answer_judge, on_record=_print_record
         )
     console.print((out_dir / "table.md").read_text(encoding="utf-8"))
-    console.print(f"summary: {out_dir / 'summary.json'} ({len(result['runs'])} runs)")
+    console.print(f"summary: {safe(out_dir / 'summary.json')} ({len(result['runs'])} runs)")
 
 
 def _qa_system(
@@ -261,7 +261,7 @@ def drb_cmd(
                                           fallback=chat_model)  # fmt: skip
             rubric_judge = RubricJudge(judge_chat, batch_size=batch_size, max_retries=max_retries,
                                        max_report_chars=max_report_chars, with_reason=not no_reasons)  # fmt: skip
-        console.print(f"DRB II: {len(selected)} tasks, writer {writer.name} → {out_dir}")
+        console.print(f"DRB II: {len(selected)} tasks, writer {safe(writer.name)} → {safe(out_dir)}")
         summary = run_drb(
             selected, writer, rubric_judge, out_dir, concurrency=concurrency, on_record=_print_record
         )
@@ -289,6 +289,6 @@ def _drb_backend(settings: Any, cm: ExitStack, chat_model: Any, corpus: list[Pat
         missing = [str(p) for p in corpus if not p.exists()]
         if missing:
             _fail(f"corpus path(s) not found: {', '.join(missing)}")
-        console.print(f"indexing {len(corpus)} corpus path(s) into index {scoped.index} …")
+        console.print(f"indexing {len(corpus)} corpus path(s) into index {safe(scoped.index)} …")
         stack.indexer.index_paths(corpus)
     return stack.retriever

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from eventfold.cli.common import console, err_console, load_settings
+from eventfold.cli.common import console, err_console, load_settings, safe
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -43,12 +43,12 @@ def pull_cmd(
     try:
         path = pull(
             name, settings.models_dir, find_links=find_links, no_index=no_index, force=force,
-            progress=lambda msg: err_console.print(f"[dim]{msg}[/]"),
+            progress=lambda msg: err_console.print(f"[dim]{safe(msg)}[/]"),
         )
     except ModelFetchError as exc:
-        err_console.print(f"[bold red]model pull failed:[/] {exc}")
+        err_console.print(f"[bold red]model pull failed:[/] {safe(exc)}", soft_wrap=True)
         raise typer.Exit(1) from exc
-    console.print(f"[green]{name}[/] ready at {path} ({time.perf_counter() - started:.1f}s)", soft_wrap=True)
+    console.print(f"[green]{name}[/] ready at {safe(path)} ({time.perf_counter() - started:.1f}s)", soft_wrap=True)
 
 
 @app.command("list")
@@ -79,7 +79,7 @@ def path_cmd(name: NameArg = None, config: ConfigOpt = None) -> None:
     try:
         model = get_model(name)
     except Exception as exc:
-        err_console.print(f"[bold red]{exc}[/]")
+        err_console.print(f"[bold red]{safe(exc)}[/]", soft_wrap=True)
         raise typer.Exit(2) from exc
     print(model_file(settings.models_dir, model.name))
     if not is_installed(settings.models_dir, model):

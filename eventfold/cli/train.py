@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from eventfold.cli.common import console, err_console
+from eventfold.cli.common import console, err_console, safe
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -35,16 +35,16 @@ def _load(path: Path, kind: str) -> Any:
     try:
         return load_config(path, SFTRunConfig if kind == "sft" else RLRunConfig)
     except ConfigError as exc:
-        err_console.print(f"[bold red]config error:[/] {exc}")
+        err_console.print(f"[bold red]config error:[/] {safe(exc)}", soft_wrap=True)
         raise typer.Exit(2) from exc
 
 
 def _report_check(check: Any) -> None:
     for note in check.notes:
-        console.print(f"  · {note}")
+        console.print(f"  · {safe(note)}")
     for problem in check.problems:
-        err_console.print(f"  [bold red]✗[/] {problem}")
-    console.print(f"launch: {' '.join(check.command)}")
+        err_console.print(f"  [bold red]✗[/] {safe(problem)}")
+    console.print(f"launch: {safe(' '.join(check.command))}")
     if not check.ok:
         raise typer.Exit(1)
     console.print("[green]dry run ok[/]")
@@ -59,14 +59,14 @@ def sft_data_cmd(config: ConfigOpt) -> None:
     try:
         manifest = build_sft_data(cfg)
     except (ValueError, FileNotFoundError) as exc:
-        err_console.print(f"[bold red]error:[/] {exc}")
+        err_console.print(f"[bold red]error:[/] {safe(exc)}", soft_wrap=True)
         raise typer.Exit(2) from exc
     console.print(
         f"{manifest.accepted}/{manifest.trajectories} trajectories kept ({manifest.acceptance_rate:.0%}), "
         f"{manifest.rows} rows, {manifest.folds} folds, {manifest.unfolds} unfolds -> {cfg.data_dir}"
     )
     if manifest.rejection_reasons:
-        console.print(f"rejected: {manifest.rejection_reasons}")
+        console.print(f"rejected: {safe(manifest.rejection_reasons)}")
 
 
 @app.command("sft")
@@ -81,9 +81,9 @@ def sft_cmd(config: ConfigOpt, dry_run: DryOpt = False) -> None:
     try:
         res = train_sft(cfg)
     except (ValueError, FileNotFoundError) as exc:
-        err_console.print(f"[bold red]error:[/] {exc}")
+        err_console.print(f"[bold red]error:[/] {safe(exc)}", soft_wrap=True)
         raise typer.Exit(2) from exc
-    console.print(f"SFT: {res.global_step} steps on {res.rows} rows, loss {res.train_loss}; model -> {res.final_dir}")
+    console.print(f"SFT: {res.global_step} steps on {res.rows} rows, loss {res.train_loss}; model -> {safe(res.final_dir)}")
 
 
 @app.command("rl")
@@ -100,11 +100,11 @@ def rl_cmd(config: ConfigOpt, dry_run: DryOpt = False) -> None:
         _report_check(check)
     distributed = "LOCAL_RANK" in os.environ or "WORLD_SIZE" in os.environ
     if check.command[0] == "accelerate" and not distributed:
-        console.print(f"starting: {' '.join(check.command)}")
+        console.print(f"starting: {safe(' '.join(check.command))}")
         raise typer.Exit(subprocess.call(check.command))
     try:
         res = train_rl(cfg)
     except (ValueError, FileNotFoundError) as exc:
-        err_console.print(f"[bold red]error:[/] {exc}")
+        err_console.print(f"[bold red]error:[/] {safe(exc)}", soft_wrap=True)
         raise typer.Exit(2) from exc
-    console.print(f"RL: {res.global_step} steps; log {res.log_path}; model -> {res.final_dir}")
+    console.print(f"RL: {res.global_step} steps; log {safe(res.log_path)}; model -> {safe(res.final_dir)}")
