@@ -141,13 +141,16 @@ def load_hotpotqa(questions_path: str | Path, corpus_path: str | Path | None = N
     for i, row in enumerate(rows):
         _require(row, ("question", "answer", "supporting_facts", "context"), f"{questions_path}[{i}]")
         pids = [add(title, sentences) for title, sentences in row["context"]]
+        gold_titles = list(dict.fromkeys(t for t, _ in row["supporting_facts"]))
+        titled = [title for title, _ in row["context"]]
         examples.append(
             QAExample(
                 qid=str(row.get("_id", f"hotpot-{i}")),
                 question=row["question"],
                 answers=[row["answer"]],
                 question_type=row.get("type", "unknown"),
-                gold_titles=list(dict.fromkeys(t for t, _ in row["supporting_facts"])),
+                gold_titles=gold_titles,
+                gold_passage_ids=[pid for pid, t in zip(pids, titled, strict=True) if t in gold_titles],
                 passage_ids=pids,
                 meta={"level": row.get("level")},
             )
@@ -172,6 +175,7 @@ def load_musique(questions_path: str | Path, corpus_path: str | Path | None = No
         _require(row, ("question", "answer", "paragraphs"), f"{questions_path}[{i}]")
         pids: list[str] = []
         gold: list[str] = []
+        gold_pids: list[str] = []
         for para in row["paragraphs"]:
             pid = passage_id("musique", para["title"], para["paragraph_text"])
             passages.setdefault(
@@ -180,6 +184,7 @@ def load_musique(questions_path: str | Path, corpus_path: str | Path | None = No
             pids.append(pid)
             if para.get("is_supporting"):
                 gold.append(para["title"])
+                gold_pids.append(pid)
         qid = str(row.get("id", f"musique-{i}"))
         examples.append(
             QAExample(
@@ -190,6 +195,7 @@ def load_musique(questions_path: str | Path, corpus_path: str | Path | None = No
                 else [],
                 question_type=qid.split("__")[0] if "__" in qid else "unknown",
                 gold_titles=list(dict.fromkeys(gold)),
+                gold_passage_ids=list(dict.fromkeys(gold_pids)),
                 passage_ids=pids,
             )
         )

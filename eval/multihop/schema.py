@@ -40,6 +40,8 @@ class QAExample(BaseModel):
 
     - `answers`: the gold answer first, then aliases (empty for retrieval-only sets such as 2Wiki here).
     - `gold_titles`: titles of the supporting passages (Recall@k).
+    - `gold_passage_ids`: ids of the supporting passages themselves, when the set marks them (HotpotQA's
+      supporting facts, MuSiQue's `is_supporting`); titles repeat in MuSiQue, ids do not.
     - `gold_facts`: MultiHopRAG `evidence_list[].fact` strings (Hits/MAP/MRR by substring match).
     - `passage_ids`: the question's own context passages, when the set ships them (distractor setting).
     """
@@ -49,6 +51,7 @@ class QAExample(BaseModel):
     answers: list[str] = Field(default_factory=list)
     question_type: str = "unknown"
     gold_titles: list[str] = Field(default_factory=list)
+    gold_passage_ids: list[str] = Field(default_factory=list)
     gold_facts: list[str] = Field(default_factory=list)
     passage_ids: list[str] = Field(default_factory=list)
     meta: dict[str, Any] = Field(default_factory=dict)

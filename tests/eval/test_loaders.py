@@ -45,6 +45,7 @@ def test_hotpotqa_fixture(fixtures_dir):
     assert (
         by_id[ex.passage_ids[0]].text == "Velora Bridge is a suspension bridge in Marnis. It opened in 1931."
     )
+    assert [by_id[pid].title for pid in ex.gold_passage_ids] == ["Velora Bridge", "Marnis"]
 
 
 def test_musique_fixture_keeps_same_title_passages_apart(fixtures_dir):
@@ -54,6 +55,10 @@ def test_musique_fixture_keeps_same_title_passages_apart(fixtures_dir):
     assert ex.gold_titles == ["Quillon Press", "Harriet Vance"]
     assert len(ds.passages) == 3  # two "Harriet Vance" paragraphs, the duplicate corpus row collapsed
     assert len({p.passage_id for p in ds.passages}) == 3
+    by_id = {p.passage_id: p for p in ds.passages}
+    supporting = [by_id[pid] for pid in ex.gold_passage_ids]  # the supporting paragraph, not its namesake
+    assert [p.title for p in supporting] == ["Quillon Press", "Harriet Vance"]
+    assert "founded" in supporting[1].text and "painter" not in supporting[1].text
 
 
 def test_2wiki_fixture_is_retrieval_only(fixtures_dir):

@@ -1,0 +1,94 @@
+"""One benchmark row from one agent run on a composite task: the report's per-sub-question scores and
+the run's cost and memory counters, read from `agent.runner.RunResult`.
+
+Counters that only some agent versions keep are read when present and left None otherwise:
+`evaluated_prompt_tokens` (prompt tokens the model evaluated, i.e. not reused from its KV cache; without
+it the row falls back to all prompt tokens and says so), the plan's sub-questions and `answer_source`.
+
+A run *overflowed* when a prompt it built was longer than the model's window (its peak context is over
+the window, or the backend refused the prompt as too long); its scores count as zero (a failure). A run
+*stopped early* when it ended on an error or on repeated failed steps, not on `answer` or the step cap.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+from eval.longhorizon.scoring import CHUNK_MARKER, ReportScore, score_report
+from eval.longhorizon.tasks import CompositeTask
+
+TOO_LONG = re.compile(r"context (window|length)|maximum context|too long|exceeds? ", re.I)
+SCORE_KEYS = ("em", "f1", "hit", "mentioned", "found")
+
+
+def chunk_docs_of(run: Any, report: str, lookup: Callable[[str], Any] | None = None) -> dict[str, str]:
+    """chunk id -> doc id for every chunk the run saw, plus any other id the report cites that
+    `lookup` (the backend's get_chunk) still finds."""
+    out = {cid: ev.doc_id for cid, ev in run.evidence.items()}
+    for cid in CHUNK_MARKER.findall(report):
+        if cid not in out and lookup is not None:
+            chunk = lookup(cid)
+            if chunk is not None:
+                out[cid] = chunk.doc_id
+    return out
+
+
+def overflowed(peak: int, window: int | None, status: str, stop_reason: str) -> bool:
+    if window is not None and peak > window:
+        return True
+    return status == "failed" and bool(TOO_LONG.search(stop_reason))
+
+
+def stopped_early(status: str, stop_reason: str) -> bool:
+    return status == "failed" or (status == "forced" and "step cap" not in stop_reason)
+
+
+def run_row(
+    task: CompositeTask,
+    system: str,
+    result: Any,
+    *,
+    window: int | None,
+    lookup: Callable[[str], Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON row of one run (`result`: agent.runner.RunResult)."""
+    run, c = result.run, result.run.counters
+    score: ReportScore = score_report(task, result.report, chunk_docs_of(run, result.report, lookup))
+    over = overflowed(c.peak_context_tokens, window, run.status, run.stop_reason)
+    evaluated = getattr(c, "evaluated_prompt_tokens", None)
+    plan = getattr(run, "plan", None)
+    row: dict[str, Any] = {
+        "task_id": task.task_id,
+        "k": task.k,
+        "system": system,
+        "status": run.status,
+        "stop_reason": run.stop_reason,
+        "steps": len(run.steps),
+        "overflowed": over,
+        "stopped_early": stopped_early(run.status, run.stop_reason),
+        **{key: 0.0 if over else getattr(score, key) for key in SCORE_KEYS},
+        "citation_precision": None if over else score.citation_precision,
+        "report_citation_precision": None if over else score.report_citation_precision,
+        "cited_subs": score.cited_subs,
+        "raw_scores": {key: getattr(score, key) for key in SCORE_KEYS},  # before the overflow rule
+        "peak_ctx": c.peak_context_tokens,
+        "mean_ctx": statistics.fmean(c.context_samples) if c.context_samples else 0.0,
+        "prompt_tokens": c.prompt_tokens,
+        "evaluated_prompt_tokens": evaluated,
+        "completion_tokens": c.completion_tokens,
+        "llm_calls": c.llm_calls,
+        "model_folds": c.folds,
+        "guard_folds": c.guard_folds,
+        "unfolds": c.unfolds,
+        "tool_errors": c.tool_errors,
+        "plan_size": len(plan.sub_questions) if plan is not None else None,
+        "answer_source": getattr(run, "answer_source", None),
+        "wall_s": result.wall_s,
+        "subs": [
+            {"n": s.n, "answer": s.answer, "em": s.em, "f1": s.f1, "cited": s.cited_docs} for s in score.subs
+        ],
+    }
+    return row
