@@ -2,8 +2,8 @@
 
 Per sub-question: the answer the report states for it (eval/longhorizon/sections.py) against the gold
 answers with SQuAD EM/F1 (eval/multihop/metrics.py); `hit` = a gold alias appears in that stated answer;
-`mentioned` = a gold alias appears anywhere in the report body (a lenient check that works even when the
-report ignores the requested structure). Citations: the markers in the sub-question's section, `[c:ID]`
+`mentioned` = a gold alias appears anywhere in the report body outside restated questions (a lenient check
+that works even when the report ignores the requested structure). Citations: the markers in the sub-question's section, `[c:ID]`
 (a chunk id) or `[n]` (entry n of the report's Sources list), resolved to document ids; citation
 precision = share of the distinct cited documents that are gold passages of that sub-question (None when
 the section cites nothing). A marker that resolves to no document counts as a wrong citation. Over the
@@ -101,6 +101,16 @@ def _contains(text: str, golds: list[str]) -> float:
     return float(any(f" {normalize_answer(g)} " in hay for g in golds if normalize_answer(g)))
 
 
+def without_questions(text: str, questions: list[str]) -> str:
+    """`text` normalised, with every restatement of the questions cut out (a report that echoes the
+    request must not "mention" an answer that one of the other questions names)."""
+    hay = normalize_answer(text)
+    for q in questions:
+        if normalize_answer(q):
+            hay = hay.replace(normalize_answer(q), " | ")
+    return hay
+
+
 def score_report(
     task: CompositeTask, report: str, chunk_docs: Mapping[str, str] | None = None
 ) -> ReportScore:
@@ -110,6 +120,7 @@ def score_report(
     body, tail = split_tail(report)
     body_text = "\n".join(body)
     sources = parse_sources(tail)
+    answer_free = without_questions(body_text, [sq.question for sq in task.sub_questions])
     located = locate_answers(report, [sq.question for sq in task.sub_questions])
     subs: list[SubScore] = []
     for sq in task.sub_questions:
@@ -125,7 +136,7 @@ def score_report(
                 em=exact_match(loc.answer, sq.answers) if loc.answer else 0.0,
                 f1=f1_score(loc.answer, sq.answers) if loc.answer else 0.0,
                 hit=_contains(loc.answer, sq.answers),
-                mentioned=_contains(body_text, sq.answers),
+                mentioned=_contains(answer_free, sq.answers),
                 cited_docs=docs,
                 citation_precision=precision(docs, set(sq.gold_passage_ids)),
             )

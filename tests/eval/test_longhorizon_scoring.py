@@ -167,6 +167,13 @@ _cited by the agent_
     assert s.report_citation_precision == 0.5
 
 
+def test_answer_named_only_inside_a_restated_question_is_not_mentioned(task):
+    task.sub_questions[1].question = "Which bridge did Harriet Vance design?"
+    report = f"# Briefing on: {task.sub_questions[1].question}\n\nNothing was found.\n"
+    assert score_report(task, report).subs[0].mentioned == 0.0
+    assert score_report(task, report + "Harriet Vance founded Quillon Press.\n").subs[0].mentioned == 1.0
+
+
 def test_parse_sources_reads_chunk_and_doc_ids():
     tail = ["## Sources", "1. `c:ab12` · doc `hotpot-9f` · *T*", "[2] c:cd34 (doc: musique-1)", "- 3. no ids"]
     assert parse_sources(tail) == {1: ("ab12", "hotpot-9f"), 2: ("cd34", "musique-1"), 3: (None, None)}
