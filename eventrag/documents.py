@@ -19,6 +19,8 @@ from typing import Any
 
 from eventfold.text_safety import strip_nul
 from eventrag.schema import Document
+from eventrag.storage.base import Node
+from eventrag.storage.errors import InvalidInput
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".rst"}
 RECORD_SUFFIXES = {".json", ".jsonl"}
@@ -184,6 +186,7 @@ class CorpusScan:
     files: list[tuple[Path, str]] = field(default_factory=list)  # (path, id relative to the root)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
     single: bool = False
+    unreadable: list[str] = field(default_factory=list)  # folders (relative to the root) that could not be listed
 
 
 def scan_corpus(path: Path) -> CorpusScan:
@@ -204,6 +207,9 @@ def scan_corpus(path: Path) -> CorpusScan:
 
     def unreadable(err: OSError) -> None:
         scan.skipped.append((str(err.filename), f"{err.filename}: folder cannot be read ({err.strerror})"))
+        if err.filename:
+            rel = Path(err.filename).relative_to(scan.root).as_posix() if Path(err.filename) != scan.root else ""
+            scan.unreadable.append(rel)
 
     for folder, dirs, names in os.walk(scan.root, onerror=unreadable, followlinks=False):
         base = Path(folder)
@@ -274,6 +280,24 @@ def new_tag(root: Path, used: set[str]) -> str:
         n += 1
         tag = f"{base[:80]}~{n}"
     return tag
+
+
+def document_id_problem(doc_id: str) -> str | None:
+    """Why `doc_id` cannot be a stored id (too long, NUL, empty), or None."""
+    try:
+        Node(id=doc_id, label="Document")
+    except (InvalidInput, ValueError) as exc:
+        short = doc_id[:80] + ("…" if len(doc_id) > 80 else "")
+        return f"document id {short!r} ({len(doc_id)} characters) cannot be stored: " \
+               f"{str(exc).split(', got', 1)[0].replace('node id', 'an id')[:160]}"
+    return None
+
+
+def without_nul(d: Document) -> Document:
+    """`d` without NUL characters in its text and title (documents given to the API directly)."""
+    if "\x00" in d.text or "\x00" in d.title:
+        return d.model_copy(update={"text": strip_nul(d.text), "title": strip_nul(d.title)})
+    return d
 
 
 def iter_files(root: Path) -> Iterator[tuple[Path, str]]:

@@ -26,17 +26,19 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from eventfold.text_safety import strip_nul
 from eventrag.chunking import ChunkingConfig, chunk_document
 from eventrag.documents import (
     DEFAULT_MAX_BYTES,
     CorpusScan,
     DocumentError,
+    UnreadableDocument,
     corpus_tags,
+    document_id_problem,
     load_file,
     new_tag,
     scan_corpus,
     within_known_root,
+    without_nul,
 )
 from eventrag.expand import ExpansionConfig, expand_shared_participants
 from eventrag.extract import Extractor, entity_key
@@ -44,7 +46,6 @@ from eventrag.fusion import EntityFuser, TextEmbedder
 from eventrag.graph_io import StoreEntityIndex, chunk_node, event_node, event_text
 from eventrag.schema import Chunk, ChunkExtraction, Document, Entity
 from eventrag.storage.base import Edge, GraphStore, Node, VectorStore
-from eventrag.storage.errors import InvalidInput
 
 Progress = Callable[[int, int, str], None]  # (documents done, documents total, current source)
 
@@ -151,40 +152,53 @@ class Indexer:
         known = self._known_documents()
         roots = corpus_tags(known)
         docs: list[Document] = []
-        scans: list[tuple[CorpusScan, str, set[str]]] = []  # (scan, tag, ids of files that failed to load)
+        scans: list[tuple[CorpusScan, set[str]]] = []  # (scan, ids kept even if not seen this run)
         for given in paths:
             scan = within_known_root(scan_corpus(Path(given)), roots)
             tag = roots.setdefault(str(scan.root), new_tag(scan.root, set(roots.values())))
-            summary.skipped += [SkippedFile(source=src, reason=why) for src, why in scan.skipped]
-            unloaded: set[str] = set()
-            for path, rel in scan.files:
-                doc_id = f"{tag}/{rel}"
-                try:
-                    loaded = load_file(path, doc_id, max_bytes=self.max_file_bytes)
-                except DocumentError as exc:
-                    summary.skipped.append(SkippedFile(source=str(path), reason=str(exc)))
-                    unloaded.add(doc_id)
-                    continue
-                for d in loaded:
-                    d.meta.update(corpus=tag, corpus_root=str(scan.root))
-                docs.extend(loaded)
-            scans.append((scan, tag, unloaded))
+            loaded, unloaded = self._load_corpus(scan, tag, summary)
+            docs += loaded
+            scans.append((scan, unloaded))
         summary.add(self.index_documents(docs, progress=progress))
         if prune:
-            present = {d.doc_id for d in docs}
-            gone = [n.id for scan, _tag, unloaded in scans if not scan.single
-                    for n in known if n.props.get("corpus_root") == str(scan.root) and n.id not in present
-                    and n.id not in unloaded and n.id.split("#", 1)[0] not in unloaded]
-            for doc_id in dict.fromkeys(gone):
-                self._purge(doc_id)
-            if gone:
-                self._flush()
-                if self.on_change is not None:
-                    self.on_change()
-            summary.docs_pruned = len(set(gone))
-            summary.pruned = list(dict.fromkeys(gone))[:20]
+            self._prune(scans, known, {d.doc_id for d in docs}, summary)
         summary.elapsed_s = round(time.perf_counter() - t0, 3)
         return summary
+
+    def _load_corpus(self, scan: CorpusScan, tag: str, summary: IndexSummary) -> tuple[list[Document], set[str]]:
+        """The documents of one scanned root, and the ids never to prune this run: files that exist but
+        could not be read (``tag/rel``) and folders that could not be listed (``tag/dir/`` prefixes)."""
+        summary.skipped += [SkippedFile(source=src, reason=why) for src, why in scan.skipped]
+        docs: list[Document] = []
+        unloaded = {f"{tag}/{d}/" if d else f"{tag}/" for d in scan.unreadable}
+        for path, rel in scan.files:
+            doc_id = f"{tag}/{rel}"
+            try:
+                loaded = load_file(path, doc_id, max_bytes=self.max_file_bytes)
+            except DocumentError as exc:
+                summary.skipped.append(SkippedFile(source=str(path), reason=str(exc)))
+                if isinstance(exc, UnreadableDocument):  # empty, binary, too large: not a document any more
+                    unloaded.add(doc_id)
+                continue
+            for d in loaded:
+                d.meta.update(corpus=tag, corpus_root=str(scan.root))
+            docs += loaded
+        return docs, unloaded
+
+    def _prune(self, scans: list[tuple[CorpusScan, set[str]]], known: list[Node], present: set[str],
+               summary: IndexSummary) -> None:
+        """Remove the documents of each scanned folder whose files are gone (single files prune nothing)."""
+        gone = list(dict.fromkeys(
+            n.id for scan, unloaded in scans if not scan.single for n in known
+            if n.props.get("corpus_root") == str(scan.root) and n.id not in present and not _kept(n.id, unloaded)))
+        for doc_id in gone:
+            self._purge(doc_id)
+        if gone:
+            self._flush()
+            if self.on_change is not None:
+                self.on_change()
+        summary.docs_pruned = len(gone)
+        summary.pruned = gone[:20]
 
     def index_documents(self, docs: Sequence[Document], progress: Progress | None = None) -> IndexSummary:
         t0 = time.perf_counter()
@@ -192,8 +206,8 @@ class Indexer:
         seen: set[str] = set()
         unique: list[Document] = []
         for d in docs:
-            d = _nul_free(d)
-            problem = _id_problem(d.doc_id)
+            d = without_nul(d)
+            problem = document_id_problem(d.doc_id)
             if problem:
                 summary.skipped.append(SkippedFile(source=d.source or d.doc_id[:80], reason=problem))
             elif d.doc_id not in seen:
@@ -371,17 +385,6 @@ class Indexer:
         s.entities += len(fused.new_ids)
 
 
-def _id_problem(doc_id: str) -> str | None:
-    try:
-        Node(id=doc_id, label="Document")
-    except (InvalidInput, ValueError) as exc:
-        short = doc_id[:80] + ("…" if len(doc_id) > 80 else "")
-        return f"document id {short!r} ({len(doc_id)} characters) cannot be stored: " \
-               f"{str(exc).split(', got', 1)[0].replace('node id', 'an id')[:160]}"
-    return None
-
-
-def _nul_free(d: Document) -> Document:
-    if "\x00" in d.text or "\x00" in d.title:
-        return d.model_copy(update={"text": strip_nul(d.text), "title": strip_nul(d.title)})
-    return d
+def _kept(doc_id: str, unloaded: set[str]) -> bool:
+    """True when `doc_id` is (a record of) a file, or lies in a folder, that could not be read this run."""
+    return any(doc_id == u or doc_id.startswith(u if u.endswith("/") else u + "#") for u in unloaded)

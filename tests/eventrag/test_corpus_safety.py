@@ -78,20 +78,33 @@ def test_a_file_unreadable_this_time_is_skipped_not_pruned(make_stack: Any, tmp_
     corpus = tmp_path / "docs"
     _write(corpus / "a.md", "Ada Lind opened the ferry in 1920.")
     locked = _write(corpus / "b.md", "Bo Lind closed the ferry in 1930.")
+    _write(corpus / "sub" / "d.md", "Dag Lind rebuilt the ferry in 1935.")
+    emptied = _write(corpus / "e.md", "Eva Lind painted the ferry in 1936.")
     st = make_stack("embedded", extract="rules")
     st.indexer.index_paths([corpus])
-    real_read = Path.read_bytes
+    real_read, real_scandir = Path.read_bytes, os.scandir
 
     def read_bytes(self: Path) -> bytes:
         if self.name == "b.md":
             raise PermissionError(13, "Permission denied", str(self))
         return real_read(self)
 
+    def scandir(path: Any = ".") -> Any:
+        if Path(path).name == "sub":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
     monkeypatch.setattr(Path, "read_bytes", read_bytes)  # root ignores chmod 000: make the OS say no
+    monkeypatch.setattr(os, "scandir", scandir)
     _write(corpus / "c.md", "Cy Lind sold the ferry in 1940.")
+    emptied.write_text("")
     s = st.indexer.index_paths([corpus])  # was: PermissionError traceback, whole run aborted
-    assert [Path(x.source).name for x in s.skipped] == ["b.md"] and "Permission denied" in s.skipped[0].reason
-    assert s.docs_indexed == 1 and s.docs_pruned == 0 and _doc_ids(st) == {"docs/a.md", "docs/b.md", "docs/c.md"}
+    reasons = {Path(x.source).name: x.reason for x in s.skipped}
+    assert set(reasons) == {"b.md", "sub", "e.md"} and "Permission denied" in reasons["b.md"]
+    assert "folder cannot be read" in reasons["sub"] and "empty" in reasons["e.md"]
+    # unreadable file and folder kept; a file that is now empty is no document any more
+    assert s.docs_indexed == 1 and s.pruned == ["docs/e.md"]
+    assert _doc_ids(st) == {"docs/a.md", "docs/b.md", "docs/c.md", "docs/sub/d.md"}
     if os.getuid() != 0:  # a real permission error where the OS enforces it
         monkeypatch.undo()
         locked.chmod(0)
