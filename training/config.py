@@ -13,6 +13,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from training.rl.env import EnvConfig
+from training.rl.pipeline.config import PipelineConfig
 from training.rl.schedule import ScheduleConfig
 from training.rl.siras.config import SirasConfig
 from training.sft.data import AcceptConfig
@@ -152,17 +153,17 @@ class RLRunConfig(_Strict):
     lora: LoraSection = Field(default_factory=LoraSection)
     launch: LaunchSection = Field(default_factory=LaunchSection)
     async_rollouts: bool = Field(
-        False, description="research-env runs: refused (see training/rl/run.py); the async pipeline is training.rl.pipeline"
+        False, description="train through the async pipeline (training.rl.pipeline): rollout workers running "
+        "the multi-turn tool loop ‖ learner, bounded staleness; settings in [pipeline]",
     )
+    pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
 
     @model_validator(mode="after")
     def _check(self) -> RLRunConfig:
-        if self.async_rollouts:
-            raise ValueError(
-                "async_rollouts: the async pipeline (training.rl.pipeline: rollout workers, verification "
-                "workers, bounded-staleness queue) runs single-turn verifiable tasks; the research "
-                "environment's multi-turn tool loop is not ported to it yet (see training/rl/run.py docstring)"
-            )
+        if self.async_rollouts and self.lora.enabled:
+            raise ValueError("async_rollouts trains all parameters of the policy: set lora.enabled = false")
+        if self.async_rollouts and self.launch.num_processes > 1:
+            raise ValueError("async_rollouts runs in one process (rollout threads + learner): num_processes = 1")
         return self
 
 

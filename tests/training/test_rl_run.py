@@ -139,3 +139,20 @@ def test_rl_steps_with_adaptive_schedule_plain_grpo(tmp_path, tiny_model_dir, qu
     assert len(steps) == 2 and all("schedule/cluster" in x for x in steps)
     assert all(x["reward"] == pytest.approx(0.6, abs=1e-4) for x in steps)  # plain GRPO: no siras/ metrics
     assert not any(k.startswith("siras/") for x in steps for k in x)
+
+
+def test_async_rollouts_run_the_multi_turn_loop_through_the_pipeline(tmp_path, tiny_model_dir, questions,
+                                                                     lexical_backend) -> None:
+    """async_rollouts: TRL's tool loop in a rollout thread, the pipeline's learner, weights published."""
+    cfg = _cfg(tmp_path, tiny_model_dir, advantage={"method": "siras"}, async_rollouts=True,
+               grpo={"max_steps": 2}, pipeline={"max_lag": 1, "verify_workers": 1, "queue_size": 2})
+    model, tok = load_model_and_tokenizer(tiny_model_dir)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    calls = patch_generate(model, tok)
+    res = run_rl(cfg, questions, lexical_backend, model=model, tokenizer=tok)
+    assert res.global_step == 2 and len(calls) >= 3  # the rollout copy generated, tool turns included
+    steps = [json.loads(x) for x in res.log_path.read_text().splitlines()]
+    assert [s["step"] for s in steps] == [1, 2]
+    assert all(s["reward"] == pytest.approx(0.6, abs=1e-4) and s["mean_lag"] <= 1 for s in steps)
+    after = dict(trainer_params(res.final_dir))
+    assert any(not torch.equal(after[n], before[n]) for n in before if n in after)

@@ -68,6 +68,10 @@ def test_config_loader_resolves_paths_but_not_bundled_names(tmp_path) -> None:
     assert cfg.launch.accelerate_config == "fsdp"
     assert cfg.launch.rollout == str(tmp_path / "my" / "rollout.yaml")
     assert cfg.questions.path == tmp_path / "q.jsonl"
-    f.write_text('output_dir = "out"\nasync_rollouts = true\n[model]\npath = "m"\n[questions]\npath = "q"\n')
+    f.write_text('output_dir = "out"\nasync_rollouts = true\n[model]\npath = "m"\n[questions]\npath = "q"\n'
+                 '[pipeline]\nmax_lag = 2\n')
+    assert load_config(f, RLRunConfig).pipeline.max_lag == 2
+    f.write_text('output_dir = "out"\nasync_rollouts = true\n[model]\npath = "m"\n[questions]\npath = "q"\n'
+                 '[lora]\nenabled = true\n')
     with pytest.raises(ConfigError, match="async_rollouts"):
         load_config(f, RLRunConfig)

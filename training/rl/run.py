@@ -19,11 +19,11 @@ and the scheduler advances once per optimiser step. The data loader prefetches o
 so a re-choice takes effect one batch later. With several processes the rewards are gathered first,
 so every process makes the same choice.
 
-Asynchronous rollouts: ``training.rl.pipeline`` is the async pipeline (rollout worker processes or a
-vLLM server ‖ reward-verification threads ‖ learner, bounded-staleness queue with importance
-weights or lag-dropping; measured by ``bench/async_rl.py``). It runs single-turn verifiable tasks;
-this research environment's multi-turn tool loop (TRL's ``environment_factory``) is not ported to
-it yet, so ``RLRunConfig.async_rollouts`` still refuses here.
+Asynchronous rollouts (``async_rollouts = true``, settings in ``[pipeline]``): rollout worker threads run
+this same multi-turn tool loop (TRL's generation on their own copy of the policy) and feed a
+bounded-staleness queue; the learner of ``training.rl.pipeline`` trains with the configured estimator,
+importance-weighting samples up to ``max_lag`` policy versions old (``training.rl.pipeline.research``).
+Full-parameter, one process; the throughput of the async schedule is measured by ``bench/async_rl.py``.
 """
 
 from __future__ import annotations
@@ -254,6 +254,13 @@ def _first_status(backend: Any, counter: Any, cfg: RLRunConfig) -> Callable[[Tra
 
 
 def run_rl(cfg: RLRunConfig, questions: list[TrainingQuestion], backend: Any, **model_kw: Any) -> RLResult:
+    if cfg.async_rollouts:
+        from training.rl.pipeline.research import run_rl_async
+
+        model, tok = model_kw.get("model"), model_kw.get("tokenizer")
+        if model is None or tok is None:
+            model, tok = load_model_and_tokenizer(ensure_model(cfg.model), dtype=cfg.model.dtype)
+        return run_rl_async(cfg, questions, backend, model, tok)
     trainer = build_rl_trainer(cfg, questions, backend, **model_kw)
     resume = last_checkpoint(cfg.output_dir) if cfg.resume else None
     trainer.train(resume_from_checkpoint=resume)

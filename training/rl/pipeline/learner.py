@@ -56,7 +56,7 @@ class Learner:
             attn[r, p - pl : p + len(c)] = 1
             ids[r, p : p + len(c)] = torch.tensor(c, dtype=torch.long)
             comp[r, : len(c)] = torch.tensor(c, dtype=torch.long)
-            mask[r, : len(c)] = 1
+            mask[r, : len(c)] = 1 if g.loss_masks is None else torch.tensor(g.loss_masks[i], dtype=torch.long)
             beh[r, : len(c)] = torch.tensor(g.logprobs[i])
             rw = g.rewards[i] if g.rewards is not None else None
             rewards[r] = float("nan") if rw is None else float(rw)

@@ -30,7 +30,7 @@ from training.common.loading import load_model_and_tokenizer
 from training.rl.pipeline.config import PipelineConfig
 from training.rl.pipeline.learner import Learner
 from training.rl.pipeline.rollout import RolloutGroup, VLLMServerRollout, hf_rollout_worker, sample_group
-from training.rl.pipeline.staleness import StalenessQueue
+from training.rl.pipeline.staleness import StalenessQueue, WeightStore
 from training.rl.siras import SirasConfig
 
 RewardFn = Callable[..., list[float | None]]
@@ -120,7 +120,13 @@ class _Workers:
     """The async side: rollout processes (or vLLM threads), a prompt feeder, verification threads."""
 
     def __init__(
-        self, model_dir: str, learner: Learner, prompts: Iterator[str], reward_fn: RewardFn, seed: int
+        self,
+        model_dir: str | None,
+        learner: Learner,
+        prompts: Iterator[str] | None,
+        reward_fn: RewardFn | None,
+        seed: int,
+        thread_rollouts: list[Any] | None = None,
     ):
         cfg = learner.cfg
         self.cfg, self.learner, self.reward_fn = cfg, learner, reward_fn
@@ -130,8 +136,15 @@ class _Workers:
         )
         self.generated = self.dropped_early = 0
         self.threads: list[threading.Thread] = []
+        self.errors: list[BaseException] = []
         self.procs: list[Any] = []
-        if cfg.rollout == "vllm_server":
+        self.rollout_kind = "threads" if thread_rollouts else cfg.rollout
+        if thread_rollouts:
+            self.store = WeightStore(_snapshot(learner.model), learner.version)
+            self.gen_q = queue.Queue(maxsize=cfg.queue_size)
+            for r in thread_rollouts:
+                self._start_threads(lambda r=r: self._thread_loop(r), 1)
+        elif cfg.rollout == "vllm_server":
             self.vllm = VLLMServerRollout(learner.tok, cfg)
             self.gen_q: Any = queue.Queue(maxsize=cfg.queue_size)
             self.prompt_q: Any = queue.Queue(maxsize=cfg.rollout_workers)
@@ -160,12 +173,20 @@ class _Workers:
                 p = ctx.Process(target=hf_rollout_worker, args=args, daemon=True)
                 p.start()
                 self.procs.append(p)
-        self._start_threads(lambda: self._feed(prompts), 1)
+        if prompts is not None:
+            self._start_threads(lambda: self._feed(prompts), 1)
         self._start_threads(self._verify_loop, cfg.verify_workers)
 
     def _start_threads(self, fn: Callable[[], None], n: int) -> None:
+        def guarded() -> None:
+            try:
+                fn()
+            except BaseException as e:  # surfaced in the learner's loop, never lost in a thread
+                self.errors.append(e)
+                self.stop.set()
+
         for _ in range(n):
-            t = threading.Thread(target=fn, daemon=True)
+            t = threading.Thread(target=guarded, daemon=True)
             t.start()
             self.threads.append(t)
 
@@ -179,6 +200,18 @@ class _Workers:
                     continue
             if self.stop.is_set():
                 return
+
+    def _thread_loop(self, rollout: Any) -> None:
+        """A thread rollout (e.g. TRL's multi-turn tool loop): reload newer weights, generate groups."""
+        while not self.stop.is_set():
+            rollout.sync(*self.store.latest())
+            for g in rollout.generate():
+                while not self.stop.is_set():
+                    try:
+                        self.gen_q.put(g, timeout=0.2)
+                        break
+                    except queue.Full:
+                        continue
 
     def _vllm_loop(self) -> None:
         while not self.stop.is_set():
@@ -198,9 +231,26 @@ class _Workers:
             if self.learner.version - g.version > self.cfg.max_lag:
                 self.dropped_early += 1  # too stale already: not worth verifying
                 continue
-            self.verified.put(verify(g, self.reward_fn), g.version)
+            self.verified.put(g if g.rewards is not None else verify(g, self.reward_fn), g.version)
+
+    def next_group(self, timeout: float) -> tuple[RolloutGroup, int]:
+        """The next verified group within the lag bound; a worker's exception or dead rollout processes
+        raise here instead of leaving the learner waiting."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.errors:
+                raise RuntimeError(f"async pipeline worker failed: {self.errors[0]!r}") from self.errors[0]
+            if self.procs and not any(p.is_alive() for p in self.procs):
+                raise RuntimeError("async pipeline: every rollout worker process exited")
+            got = self.verified.get(timeout=0.5)
+            if got is not None:
+                return got
+        raise RuntimeError(f"async pipeline: no verified group within {timeout:.0f} s")
 
     def publish(self) -> None:
+        if self.rollout_kind == "threads":
+            self.store.publish(_snapshot(self.learner.model), self.learner.version)
+            return
         if self.cfg.rollout == "vllm_server":
             self.vllm.push_weights(self.learner.model)
             return
@@ -219,19 +269,32 @@ class _Workers:
             t.join(timeout=2)
 
 
-def _run_async(model_dir, learner, prompts, reward_fn, steps, seed, on_step) -> PipelineResult:
+def _snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def run_thread_rollouts(
+    learner: Learner,
+    rollouts: list[Any],
+    steps: int,
+    on_step: Callable[[int, dict[str, float]], None] | None = None,
+) -> PipelineResult:
+    """The async loop with thread rollouts (objects with ``sync(version, state)`` and ``generate()`` →
+    groups whose rewards are already set, e.g. :class:`training.rl.pipeline.research.TRLRollout`)."""
+    return _run_async(None, learner, None, None, steps, 0, on_step, rollouts)
+
+
+def _run_async(
+    model_dir, learner, prompts, reward_fn, steps, seed, on_step, thread_rollouts=None
+) -> PipelineResult:
     cfg, res = learner.cfg, PipelineResult("async")
-    workers = _Workers(model_dir, learner, prompts, reward_fn, seed)
+    workers = _Workers(model_dir, learner, prompts, reward_fn, seed, thread_rollouts)
     try:
         t0 = None
         for step in range(steps):
             groups, lags = [], []
             while len(groups) < cfg.groups_per_step:
-                got = workers.verified.get(timeout=600)
-                if got is None:
-                    raise RuntimeError(
-                        "async pipeline: no verified group within 600 s (rollout workers dead?)"
-                    )
+                got = workers.next_group(timeout=600)
                 if t0 is None:  # the clock starts at the first verified group: worker start-up excluded
                     t0 = time.perf_counter() - got[0].gen_s
                 groups.append(got[0])

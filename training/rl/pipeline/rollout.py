@@ -26,7 +26,8 @@ from training.rl.pipeline.config import PipelineConfig
 class RolloutGroup:
     """One prompt's siblings: completion token ids (up to and including EOS), behaviour log-probs per
     completion token, decoded texts, the policy version that generated them, and (after
-    verification) rewards (None = unscorable)."""
+    verification) rewards (None = unscorable). Multi-turn rollouts carry ``loss_masks``: the tool
+    results inside a completion are model input but not trained on (and split chunks for SIRAS)."""
 
     prompt: str
     prompt_ids: list[int]
@@ -36,6 +37,7 @@ class RolloutGroup:
     version: int
     rewards: list[float | None] | None = None
     gen_s: float = 0.0
+    loss_masks: list[list[int]] | None = None  # 1 = trained; 0 = tool output inside the completion
     meta: dict[str, Any] = field(default_factory=dict)
 
 
