@@ -1,17 +1,20 @@
 """The research agent as a LangGraph StateGraph.
 
-    START -> guard -> agent -> tools -> guard -> agent ... -> report -> END
-                        \\-> force_answer -> report   (step cap, repeated refusals)
+    START -> plan -> guard -> agent -> tools -> guard -> agent ... -> report -> END
+                               \\-> finish (reader) -> report
 
+- plan: the question is decomposed into sub-questions (`agent.plan`) kept in the state and shown in
+  the status line; a first search for the whole question opens the trajectory (step 1, kind "seed").
 - guard: the budget guard. With folding on, if the rendered context exceeds the budget it folds the
   oldest unfolded span (never the newest `keep_recent_steps`), counted as a guard fold.
-- agent: renders the context (pure), counts its tokens with the model's tokenizer, asks the model for
-  one tool call (tool_choice="required"); repairs near-miss calls; a turn without a usable call
-  becomes an "invalid" step whose error the model sees next turn.
-- tools: runs the calls through the registry (errors come back as tool results), appends the step.
-- force_answer: the framework's end: a SHORT answer from the context when the step cap is reached.
+- agent: renders the context (pure) plus the status line, asks the model for one tool call; the
+  grammar of a local model only admits valid calls (tool specs narrowed to the current choices);
+  near-miss calls are repaired; a turn without a usable call is an "invalid" step the model sees.
+- tools: runs the calls through the run's registry (built once per run), appends the step.
+- finish: the loop stopped without a supported answer (step cap, failing calls, every sub-question
+  has evidence): the reader answers from the best evidence (`agent.finish`).
 - report: the Markdown report (agent/report.py).
-Events (tool calls, results, folds, context tokens) go to LangGraph's custom stream.
+Events (plan, tool calls, results, folds, context tokens) go to LangGraph's custom stream.
 """
 
 from __future__ import annotations
@@ -24,16 +27,19 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 
 from agent import prompts
-from agent.llm import ChatModel, LLMError, Message, ToolSpec
+from agent.finish import reader_answer
+from agent.llm import ChatModel, LLMError, Message, ToolCall, ToolSpec
 from agent.memory import Step, render_context
 from agent.options import RunOptions
+from agent.plan import make_plan
 from agent.report import build_report
 from agent.state import AgentState, RunState
-from agent.tools import ExtraTool, ToolContext, ToolResult, build_registry
-from agent.tools.answer import clean_citations
+from agent.status import status_line
+from agent.tools import ExtraTool, ToolContext, ToolRegistry, ToolResult, build_registry
 from agent.tools.context import counted_chat
 from agent.tools.fold import apply_fold
 from agent.tools.repair import normalize_call, parse_text_call
+from agent.tools.search import run_search
 from eventrag.schema import SearchBackend
 
 
@@ -56,19 +62,24 @@ def system_prompt(options: RunOptions) -> str:
 
 
 class AgentGraph:
-    """Nodes and routing of one agent configuration (deps + options)."""
+    """Nodes and routing of one agent configuration (deps + options). The tool registry is built
+    once; each node binds the run it works on to the tools' context."""
 
     def __init__(self, deps: AgentDeps, options: RunOptions):
         self.deps, self.options = deps, options
+        self._ctx = ToolContext(
+            run=RunState(question="(none yet)"), backend=deps.backend, model=deps.model, options=options, emit=_emit
+        )
+        self.registry: ToolRegistry = build_registry(self._ctx, deps.extra_tools)
 
     # --- helpers ------------------------------------------------------------------------------
     def ctx(self, run: RunState) -> ToolContext:
-        return ToolContext(
-            run=run, backend=self.deps.backend, model=self.deps.model, options=self.options, emit=_emit
-        )
+        self._ctx.run = run
+        return self._ctx
 
     def tool_specs(self, run: RunState) -> list[ToolSpec]:
-        return build_registry(self.ctx(run), self.deps.extra_tools).specs()
+        self.ctx(run)
+        return self.registry.specs()
 
     def render(self, run: RunState) -> list[Message]:
         return render_context(system_prompt(self.options), run.question, run.steps, run.memory)
@@ -77,6 +88,24 @@ class AgentGraph:
         return self.deps.model.count_message_tokens(messages or self.render(run), self.tool_specs(run))
 
     # --- nodes --------------------------------------------------------------------------------
+    def plan(self, state: AgentState) -> dict[str, Any]:
+        run = RunState.from_graph(state)
+        if self.options.plan == "off" or run.steps:
+            return {}
+
+        def chat(messages: list[Message], **kwargs: Any) -> Any:
+            return counted_chat(run, self.deps.model, messages, **kwargs)
+
+        run.plan = make_plan(run.question, self.options.plan, chat)
+        _emit({"type": "plan", "sub_questions": [s.text for s in run.plan.sub_questions], "by_llm": run.plan.by_llm})
+        call = ToolCall(id="seed_1", name="search", arguments={"query": run.question})
+        try:
+            out = run_search(self.ctx(run), run.question, tie=False)
+        except Exception as exc:  # a failing retriever: the model sees the error and may retry
+            out = ToolResult(content=f"error: search failed: {type(exc).__name__}: {exc}", error=True)
+        self._record(run, Message(role="assistant", content="", tool_calls=[call]), [(call, out)], kind="seed")
+        return run.to_graph()
+
     def guard(self, state: AgentState) -> dict[str, Any]:
         run = RunState.from_graph(state)
         if not self.options.fold:
@@ -97,176 +126,116 @@ class AgentGraph:
             run.counters.guard_folds += 1
             changed = True
             before, tokens = tokens, self.count(run)
-            _emit(
-                {
-                    "type": "guard_fold",
-                    "fold_id": block.fold_id,
-                    "start": block.start,
-                    "end": block.end,
-                    "tokens_before": before,
-                    "tokens_after": tokens,
-                }
-            )
+            _emit({"type": "guard_fold", "fold_id": block.fold_id, "start": block.start, "end": block.end,
+                   "tokens_before": before, "tokens_after": tokens})  # fmt: skip
         return run.to_graph() if changed else {}
+
+    def stop_reason(self, run: RunState) -> str | None:
+        model_steps = sum(1 for s in run.steps if s.kind != "seed")
+        if len(run.steps) >= self.options.max_steps:
+            return f"step cap of {self.options.max_steps} reached"
+        if run.counters.error_streak >= self.options.max_refusals:
+            return f"{run.counters.error_streak} failed steps in a row"
+        if run.plan.complete and model_steps > 0:
+            return "every sub-question has evidence"
+        return None
 
     def agent(self, state: AgentState) -> dict[str, Any]:
         run = RunState.from_graph(state)
-        c = run.counters
-        if len(run.steps) >= self.options.max_steps:
-            run.status, run.stop_reason = "forced", f"step cap of {self.options.max_steps} reached"
-            return run.to_graph()
-        if c.error_streak >= self.options.max_refusals:
-            run.status, run.stop_reason = "forced", f"{c.error_streak} failed steps in a row"
+        reason = self.stop_reason(run)
+        if reason is not None:
+            run.status, run.stop_reason = "forced", reason
             return run.to_graph()
         specs = self.tool_specs(run)
         messages = self.render(run)
         base = self.deps.model.count_message_tokens(messages, specs)
-        messages.append(
-            Message(
-                role="user",
-                content=prompts.STATUS.format(
-                    step=run.next_step,
-                    max_steps=self.options.max_steps,
-                    tokens=base,
-                    budget=self.options.context_budget,
-                ),
-            )
-        )
+        messages.append(Message(role="user", content=status_line(run, self.options, base)))
         tokens = self.deps.model.count_message_tokens(messages, specs)
+        c = run.counters
         c.context_samples.append(tokens)
         c.peak_context_tokens = max(c.peak_context_tokens, tokens)
         c.final_context_tokens = tokens
-        _emit(
-            {
-                "type": "context",
-                "step": run.next_step,
-                "tokens": tokens,
-                "budget": self.options.context_budget,
-            }
-        )
+        _emit({"type": "context", "step": run.next_step, "tokens": tokens, "budget": self.options.context_budget})
         try:
-            resp = counted_chat(
-                run,
-                self.deps.model,
-                messages,
-                tools=specs,
-                tool_choice="required",
-                temperature=0.0,
-                max_tokens=self.options.step_max_tokens,
-            )
+            resp = counted_chat(run, self.deps.model, messages, tools=specs, tool_choice="required",
+                                temperature=0.0, max_tokens=self.options.step_max_tokens)  # fmt: skip
         except LLMError as exc:
-            run.status, run.stop_reason = "failed", f"LLM error: {exc}"
+            run.status, run.stop_reason = "forced", f"LLM error: {exc}"
             return run.to_graph()
-        names = [s.name for s in specs]
-        calls = []
-        for call in resp.tool_calls:
-            fixed, changed = normalize_call(call, names)
-            c.repaired_calls += int(changed)
-            calls.append(fixed)
-        if not calls:
-            parsed = parse_text_call(resp.text, names)
-            if parsed is not None:
-                c.repaired_calls += 1
-                calls = [parsed]
+        calls = self._usable_calls(run, resp.tool_calls, resp.text, [s.name for s in specs])
         if not calls:
             c.invalid_turns += 1
             c.error_streak += 1
-            error = prompts.INVALID_TURN.format(tools=", ".join(names))
-            run.steps.append(
-                Step(
-                    n=run.next_step,
-                    kind="invalid",
-                    assistant=Message(role="assistant", content=resp.text.strip()[:500]),
-                    results=[Message(role="user", content=error)],
-                )
-            )
+            error = prompts.INVALID_TURN.format(tools=", ".join(s.name for s in specs if s.available))
+            run.steps.append(Step(n=run.next_step, kind="invalid",
+                                  assistant=Message(role="assistant", content=resp.text.strip()[:500]),
+                                  results=[Message(role="user", content=error)]))  # fmt: skip
             _emit({"type": "invalid", "step": len(run.steps), "text": resp.text[:200]})
             run.pending = []
             return run.to_graph()
         run.pending = [Message(role="assistant", content=resp.text.strip(), tool_calls=calls)]
         return run.to_graph()
 
+    @staticmethod
+    def _usable_calls(run: RunState, tool_calls: list[ToolCall], text: str, names: list[str]) -> list[ToolCall]:
+        calls = []
+        for call in tool_calls:
+            fixed, changed = normalize_call(call, names)
+            run.counters.repaired_calls += int(changed)
+            calls.append(fixed)
+        if not calls:
+            parsed = parse_text_call(text, names)
+            if parsed is not None:
+                run.counters.repaired_calls += 1
+                calls = [parsed]
+        return calls
+
     def tools(self, state: AgentState) -> dict[str, Any]:
         run = RunState.from_graph(state)
         assistant = run.pending[0]
-        ctx = self.ctx(run)
-        registry = build_registry(ctx, self.deps.extra_tools)
-        results, chunk_ids, errors = [], [], 0
+        self.ctx(run)
+        done = []
         for call in assistant.tool_calls:
-            run.counters.tool_calls += 1
-            _emit(
-                {"type": "tool_call", "step": run.next_step, "name": call.name, "arguments": call.arguments}
-            )
+            _emit({"type": "tool_call", "step": run.next_step, "name": call.name, "arguments": call.arguments})
             if call.error:  # the backend could not use the call: the model sees why, the run goes on
                 out = ToolResult(content=f"error: {call.error}", error=True)
             else:
-                out = registry.call(call.name, call.arguments)
+                out = self.registry.call(call.name, call.arguments)
+            done.append((call, out))
+            _emit({"type": "tool_result", "step": run.next_step, "name": call.name, "error": out.error,
+                   "content": out.content[:300]})  # fmt: skip
+            if out.final:
+                run.answer = out.data["answer"]
+                run.answer_citations = out.data.get("citations", [])
+                run.answer_supported = bool(out.data.get("supported", True))
+                run.status, run.stop_reason, run.answer_source = "answered", "answer tool", "model"
+        self._record(run, assistant, done)
+        run.pending = []
+        return run.to_graph()
+
+    @staticmethod
+    def _record(run: RunState, assistant: Message, done: list[tuple[ToolCall, ToolResult]], kind: str = "action") -> None:
+        """Append the step: its results, the evidence they showed, the counters."""
+        results, chunk_ids, errors = [], [], 0
+        for call, out in done:
+            run.counters.tool_calls += int(kind != "seed")
             errors += int(out.error)
             for ev in out.evidence:
                 run.evidence.setdefault(ev.chunk_id, ev)
                 if ev.chunk_id not in chunk_ids:
                     chunk_ids.append(ev.chunk_id)
             results.append(Message(role="tool", content=out.content, tool_call_id=call.id, name=call.name))
-            _emit(
-                {
-                    "type": "tool_result",
-                    "step": run.next_step,
-                    "name": call.name,
-                    "error": out.error,
-                    "content": out.content[:300],
-                }
-            )
-            if out.final:
-                run.answer = out.data["answer"]
-                run.answer_citations = out.data.get("citations", [])
-                run.status, run.stop_reason = "answered", "answer tool"
         run.counters.tool_errors += errors
-        run.counters.error_streak = run.counters.error_streak + 1 if errors == len(results) else 0
-        run.steps.append(Step(n=run.next_step, assistant=assistant, results=results, chunk_ids=chunk_ids))
-        run.pending = []
-        return run.to_graph()
+        run.counters.error_streak = run.counters.error_streak + 1 if done and errors == len(done) else 0
+        run.steps.append(Step(n=run.next_step, assistant=assistant, results=results, chunk_ids=chunk_ids,
+                              kind=kind))  # type: ignore[arg-type]  # fmt: skip
 
-    def force_answer(self, state: AgentState) -> dict[str, Any]:
-        """The framework's end: first ask for an `answer` call with the same prompt prefix and tools
-        (a local model reuses its KV cache), else a plain SHORT text answer."""
+    def finish(self, state: AgentState) -> dict[str, Any]:
         run = RunState.from_graph(state)
-        specs = self.tool_specs(run)
-        answer, cites = "", []
-        rendered = self.render(run)
-        try:
-            resp = counted_chat(
-                run,
-                self.deps.model,
-                [*rendered, Message(role="user", content=prompts.FORCE_ANSWER_TOOL.format(question=run.question))],
-                tools=specs,
-                tool_choice="required",
-                temperature=0.0,
-                max_tokens=self.options.step_max_tokens,
-            )
-            calls = [normalize_call(c, [s.name for s in specs])[0] for c in resp.tool_calls]
-            call = next((c for c in calls if c.name == "answer" and not c.error), None)
-            if call is not None:
-                answer = short_answer(str(call.arguments.get("answer", "")))
-                raw = call.arguments.get("citations") or []
-                cites = [
-                    c for c in clean_citations(raw if isinstance(raw, list) else [raw]) if c in run.evidence
-                ]
-            if not answer:
-                resp = counted_chat(
-                    run,
-                    self.deps.model,
-                    [*rendered, Message(role="user", content=prompts.FORCE_ANSWER.format(question=run.question))],
-                    temperature=0.0,
-                    max_tokens=self.options.answer_max_tokens,
-                )
-                answer = short_answer(resp.text)
-        except LLMError as exc:
-            run.stop_reason = f"{run.stop_reason}; LLM error: {exc}"
-        run.steps.append(
-            Step(n=run.next_step, kind="forced", assistant=Message(role="assistant", content=answer))
-        )
-        run.answer, run.answer_citations = answer or "unknown", cites
-        _emit({"type": "forced_answer", "answer": run.answer, "reason": run.stop_reason})
+        if run.status == "answered":  # an answer without evidence (verify_answer): the reader decides
+            run.status, run.stop_reason = "forced", "the answer cited no evidence"
+        reader_answer(run, self.deps.model, self.options)
+        _emit({"type": "forced_answer", "answer": run.answer, "reason": run.stop_reason, "source": run.answer_source})
         return run.to_graph()
 
     def report(self, state: AgentState) -> dict[str, Any]:
@@ -276,10 +245,8 @@ class AgentGraph:
 
             run.report_body = write_long_report(run, self.deps.model, self.options)
         run.counters.final_context_tokens = self.count(run)
-        run.counters.peak_context_tokens = max(
-            run.counters.peak_context_tokens, run.counters.final_context_tokens
-        )
-        run.report = build_report(run, self.deps.model.name)
+        run.counters.peak_context_tokens = max(run.counters.peak_context_tokens, run.counters.final_context_tokens)
+        run.report = build_report(run, self.deps.model.name, mode=self.options.report_mode)
         _emit({"type": "report", "status": run.status})
         return run.to_graph()
 
@@ -287,14 +254,15 @@ class AgentGraph:
     @staticmethod
     def after_agent(state: AgentState) -> str:
         if state.get("status") == "forced":
-            return "force_answer"
-        if state.get("status") == "failed":
-            return "report"
+            return "finish"
         return "tools" if state.get("pending") else "guard"
 
-    @staticmethod
-    def after_tools(state: AgentState) -> str:
-        return "report" if state.get("status") == "answered" else "guard"
+    def after_tools(self, state: AgentState) -> str:
+        status = state.get("status")
+        if status == "answered":
+            verified = state.get("answer_supported", True) or not self.options.verify_answer
+            return "report" if verified else "finish"
+        return "finish" if status == "forced" else "guard"
 
 
 def spare_fresh_unfolds(run: RunState, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -317,31 +285,18 @@ def spare_fresh_unfolds(run: RunState, spans: list[tuple[int, int]]) -> list[tup
     return out
 
 
-def short_answer(text: str) -> str:
-    """First non-empty line of a reply, without 'Answer:' prefixes and trailing period."""
-    for line in text.strip().splitlines():
-        line = line.strip().strip("*").strip()
-        for prefix in ("final answer:", "answer:", "a:"):
-            if line.lower().startswith(prefix):
-                line = line[len(prefix) :].strip()
-        if line:
-            return line.rstrip(".").strip()[:300]
-    return ""
-
-
-def build_graph(deps: AgentDeps, options: RunOptions, checkpointer: Any = None) -> Any:
-    """Compile the agent graph (a standard LangGraph CompiledStateGraph)."""
-    g = AgentGraph(deps, options)
+def build_graph(deps: AgentDeps, options: RunOptions, checkpointer: Any = None, nodes: AgentGraph | None = None) -> Any:
+    """Compile the agent graph (a standard LangGraph CompiledStateGraph); `nodes` reuses an
+    `AgentGraph` (and its tool registry) already built for these deps and options."""
+    g = nodes or AgentGraph(deps, options)
     builder = StateGraph(AgentState)
-    builder.add_node("guard", g.guard)
-    builder.add_node("agent", g.agent)
-    builder.add_node("tools", g.tools)
-    builder.add_node("force_answer", g.force_answer)
-    builder.add_node("report", g.report)
-    builder.add_edge(START, "guard")
+    for name in ("plan", "guard", "agent", "tools", "finish", "report"):
+        builder.add_node(name, getattr(g, name))
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "guard")
     builder.add_edge("guard", "agent")
-    builder.add_conditional_edges("agent", g.after_agent, ["tools", "guard", "force_answer", "report"])
-    builder.add_conditional_edges("tools", g.after_tools, ["report", "guard"])
-    builder.add_edge("force_answer", "report")
+    builder.add_conditional_edges("agent", g.after_agent, ["tools", "guard", "finish"])
+    builder.add_conditional_edges("tools", g.after_tools, ["report", "guard", "finish"])
+    builder.add_edge("finish", "report")
     builder.add_edge("report", END)
     return builder.compile(checkpointer=checkpointer)

@@ -6,7 +6,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from agent.plan import PlanMode
 from eventfold.settings import Settings
+
+ReportMode = Literal["short", "full", "long"]
 
 
 class AgentInputError(ValueError):
@@ -18,16 +21,22 @@ class RunOptions(BaseModel):
     context_budget: int = Field(6000, ge=256, le=1_000_000)
     fold: bool = True  # False = plain ReAct: no fold/unfold tools, no budget guard
     fold_summary: Literal["llm", "deterministic"] = "llm"  # fold without a model-written summary
+    # The research scaffold for small models (on in `ask`, `eval` and the benchmarks: `for_research`):
+    # sub-questions by one LLM call or by rules, an opening search, the loop ending once every
+    # sub-question has evidence; an answer without evidence handed to the reader (`verify_answer`).
+    plan: PlanMode = "off"
+    verify_answer: bool = False
     keep_recent_steps: int = Field(1, ge=0, le=50)  # the budget guard never folds the newest steps
     search_top_k: int = Field(5, ge=1, le=100)
-    result_chars: int = Field(600, ge=50, le=20000)  # per evidence snippet in a search result
-    read_chars: int = Field(2500, ge=100, le=100000)  # per read result
+    result_chars: int = Field(300, ge=50, le=20000)  # per evidence snippet in a search result
+    read_chars: int = Field(1200, ge=100, le=100000)  # per read result (one chunk)
     max_repeat_queries: int = Field(1, ge=0, le=10)  # identical searches allowed before refusing
     max_refusals: int = Field(3, ge=1, le=50)  # refused repeats/invalid turns in a row -> forced answer
     answer_max_tokens: int = Field(64, ge=1, le=8192)
+    reader_k: int = Field(6, ge=1, le=50)  # passages the reader answers from when the loop stops
     step_max_tokens: int = Field(256, ge=16, le=8192)  # one agent turn (tool call)
     fold_max_tokens: int = Field(384, ge=32, le=8192)
-    report_mode: Literal["short", "long"] = "short"
+    report_mode: ReportMode = "full"  # short: answer + sources; full: sections; long: + written summary
     report_max_tokens: int = Field(512, ge=16, le=32768)
     context_window: int | None = Field(None, ge=256)  # the model's window, when known (local backend)
 
@@ -45,6 +54,11 @@ class RunOptions(BaseModel):
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(values)
+
+    @classmethod
+    def for_research(cls, settings: Settings, **overrides: object) -> RunOptions:
+        """`from_settings` with the research scaffold on (plan by the model, verified answers)."""
+        return cls.from_settings(settings, **{"plan": "llm", "verify_answer": True, **overrides})
 
     def check_budget(self, floor_tokens: int) -> None:
         """Refuse budgets that cannot hold the fixed prompt, or exceed the model's window."""

@@ -1,5 +1,10 @@
-"""The final Markdown report: the answer, numbered citations resolving to chunk id, document id and
-title, and the run's numbers. Pure functions of the run state (plus the model name)."""
+"""The final Markdown report, pure functions of the run state (plus the model name).
+
+`full` (default): the answer with [c:ID] citations; findings per sub-question (the sentence of its
+best evidence that matches it, cited); sources with titles, documents and the dates they mention;
+open questions; the run's numbers. `short`: the answer line and its sources (one line of answer).
+`long`: `full` plus the written summary (`agent.report_writer`).
+"""
 
 from __future__ import annotations
 
@@ -8,26 +13,33 @@ import re
 from agent.state import CITATION_RE, Evidence, RunState
 from agent.tools.context import neutralize
 from agent.tools.search import snippet
+from eventrag.dates import find_dates
 
 
 def _norm(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
-def select_citations(run: RunState, limit: int = 5) -> tuple[list[Evidence], str]:
-    """The evidence the report cites, and how it was chosen.
+def _quote(text: str, limit: int) -> str:
+    """Document text as inert Markdown: no control tokens, no live link/citation brackets."""
+    return neutralize(snippet(text, limit)).replace("[", "\\[")
 
-    1. chunk ids the model cited (in `answer(citations=...)` or as [c:ID] in the report text) that it
-       actually saw; 2. otherwise the seen chunks whose text contains the answer; 3. otherwise the
-    top hits of the last search (marked as retrieved, not verified)."""
+
+def select_citations(run: RunState, limit: int = 5) -> tuple[list[Evidence], str]:
+    """The evidence the answer rests on, and how it was chosen.
+
+    1. chunk ids cited by the answer (the model's citations, or the chunks the reader's answer was
+    found in) that the run actually saw; 2. otherwise the seen chunks whose text contains the answer;
+    3. otherwise the top hits of the last search (marked as retrieved, not verified)."""
     cited = list(run.answer_citations)
     for text in (run.answer or "", run.report_body or ""):
         cited += [c for c in CITATION_RE.findall(text) if c not in cited]
     chosen = [run.evidence[c] for c in cited if c in run.evidence]
     if chosen:
-        return chosen[:limit], "cited by the agent"
+        how = "cited by the agent" if run.answer_source != "reader" else "passages the reader's answer rests on"
+        return chosen[:limit], how
     answer = _norm(run.answer or "")
-    if answer and answer not in ("unknown", "i don t know"):
+    if answer and answer not in ("unknown", "i don t know", "insufficient information"):
         hits = [ev for ev in run.evidence.values() if answer in _norm(ev.text)]
         if hits:
             hits.sort(key=lambda ev: (-(ev.score or 0.0), ev.step))
@@ -40,50 +52,93 @@ def select_citations(run: RunState, limit: int = 5) -> tuple[list[Evidence], str
     return [], "no evidence was retrieved"
 
 
-def _numbered(text: str, numbers: dict[str, int]) -> str:
-    def sub(m: re.Match[str]) -> str:
-        n = numbers.get(m.group(1))
-        return f"[{n}]" if n else ""
+def best_sentence(text: str, query: str) -> str:
+    """The sentence of `text` sharing most words with `query`."""
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if len(s.strip()) > 15]
+    if not sentences:
+        return snippet(text, 200)
+    words = set(re.findall(r"\w{3,}", query.lower()))
+    return max(sentences, key=lambda s: len(words & set(re.findall(r"\w{3,}", s.lower()))))
 
-    return CITATION_RE.sub(sub, text).strip()
+
+def findings(run: RunState, per_question: int = 2) -> list[tuple[str, list[tuple[str, Evidence]]]]:
+    """For each sub-question, its best evidence sentences (sentence, evidence)."""
+    out = []
+    for sq in run.plan.sub_questions:
+        rows = []
+        for cid in sq.evidence[:per_question]:
+            ev = run.evidence.get(cid)
+            if ev is not None:
+                rows.append((best_sentence(ev.text, f"{sq.text} {run.answer or ''}"), ev))
+        out.append((sq.text, rows))
+    return out
 
 
-def build_report(run: RunState, model_name: str = "") -> str:
-    """Markdown report with numbered citations [n] -> chunk id, doc id, title."""
-    sources, how = select_citations(run)
-    numbers = {ev.chunk_id: i for i, ev in enumerate(sources, 1)}
-    marks = "".join(f"[{i}]" for i in numbers.values())
-    answer = _numbered(run.answer or "(no answer)", numbers)
-    lines = [f"# {run.question.strip()}", "", f"**Answer:** {answer} {marks}".rstrip(), ""]
-    if run.status == "forced":
-        lines += [f"_The answer was forced: {run.stop_reason}._", ""]
-    if run.report_body:
-        lines += [_numbered(run.report_body, numbers), ""]
-    lines += ["## Sources", f"_{how}_", ""]
-    for i, ev in enumerate(sources, 1):
-        title = ev.title or "(untitled)"
-        lines.append(f"{i}. `c:{ev.chunk_id}` · doc `{ev.doc_id}` · *{title}*")
-        quote = neutralize(snippet(ev.text, 240)).replace("[", "\\[")  # document text: no live markers
-        lines.append(f"   > {quote}")
-    if not sources:
-        lines.append("(none)")
+def mentioned_dates(text: str, limit: int = 2) -> list[str]:
+    return [text[s:e] for s, e, _ in sorted(find_dates(text), key=lambda d: d[0])[:limit]]
+
+
+def _answer_lines(run: RunState, cites: list[Evidence]) -> list[str]:
+    marks = " ".join(f"[c:{ev.chunk_id}]" for ev in cites[:3])
+    lines = [f"# {neutralize(run.question.strip())}", "", f"**Answer:** {run.answer or '(no answer)'} {marks}".rstrip(), ""]
+    if run.answer_source == "reader":
+        lines += [f"_Answered by the reader over the collected evidence ({run.stop_reason})._", ""]
+    elif run.status == "forced":
+        lines += [f"_The model's answer stands without verified evidence ({run.stop_reason})._", ""]
+    return lines
+
+
+def _sources(sources: list[Evidence], how: str) -> list[str]:
+    lines = ["## Sources", f"_{how}_", ""]
+    for ev in sources:
+        dates = mentioned_dates(ev.text)
+        when = f" · dates mentioned: {', '.join(dates)}" if dates else ""
+        lines.append(f"- `[c:{ev.chunk_id}]` *{_quote(ev.title or '(untitled)', 120)}* · doc `{ev.doc_id}`{when}")
+        lines.append(f"  > {_quote(ev.text, 240)}")
+    return lines + (["(none)"] if not sources else [])
+
+
+def _run_lines(run: RunState, model_name: str) -> list[str]:
     c = run.counters
-    lines += [
-        "",
+    lines = [
         "## Run",
         f"- steps: {len(run.steps)} · tool calls: {c.tool_calls} ({c.tool_errors} errors)",
         f"- folds: {c.folds} by the agent, {c.guard_folds} by the budget guard · unfolds: {c.unfolds}",
         f"- context tokens: peak {c.peak_context_tokens}, final {c.final_context_tokens}",
-        f"- LLM tokens processed: {c.prompt_tokens + c.completion_tokens} in {c.llm_calls} calls",
+        f"- LLM: {c.llm_calls} calls, {c.prompt_tokens} prompt tokens ({c.evaluated_prompt_tokens} evaluated), "
+        f"{c.completion_tokens} generated",
         f"- stop: {run.status}" + (f" ({run.stop_reason})" if run.stop_reason else ""),
     ]
-    if model_name:
-        lines.append(f"- model: {model_name}")
+    return lines + ([f"- model: {model_name}"] if model_name else [])
+
+
+def build_report(run: RunState, model_name: str = "", mode: str = "full") -> str:
+    """The Markdown report (`mode`: short | full | long)."""
+    sources, how = select_citations(run)
+    lines = _answer_lines(run, sources)
+    if run.report_body:  # the writer's text: citations of chunks the run never saw are dropped
+        body = CITATION_RE.sub(lambda m: m.group(0) if m.group(1) in run.evidence else "", run.report_body)
+        lines += [neutralize(body).strip(), ""]
+    if mode != "short":
+        lines += ["## Findings", ""]
+        for i, (question, rows) in enumerate(findings(run), 1):
+            lines.append(f"### {i}. {neutralize(question)}")
+            lines += [f"- {_quote(s, 300)} [c:{ev.chunk_id}]" for s, ev in rows] or ["- (no evidence found)"]
+            lines.append("")
+        for _, rows in findings(run):
+            sources += [ev for _, ev in rows if all(ev.chunk_id != s.chunk_id for s in sources)]
+    lines += _sources(sources, how) + [""]
+    if mode != "short":
+        open_q = [sq.text for sq in run.plan.sub_questions if not sq.done]
+        if (run.answer or "").strip().lower().startswith("insufficient"):
+            open_q.append(run.question)
+        lines += ["## Open questions", *([f"- {neutralize(q)}" for q in open_q] or ["- (none)"]), ""]
+    lines += _run_lines(run, model_name)
     return "\n".join(lines) + "\n"
 
 
 def report_sources(run: RunState) -> list[dict[str, str]]:
-    """The numbered sources as data (for JSON output and checks)."""
+    """The cited sources as data (for JSON output and checks)."""
     sources, _ = select_citations(run)
     return [
         {"n": str(i), "chunk_id": ev.chunk_id, "doc_id": ev.doc_id, "title": ev.title}

@@ -108,7 +108,7 @@ def run_agent(
     options.check_budget(g.count(run))
     start = time.perf_counter()
     with open_checkpointer(runs_dir) as saver:
-        graph = build_graph(deps, options, checkpointer=saver)
+        graph = build_graph(deps, options, checkpointer=saver, nodes=g)
         final = _drive(graph, run.to_graph(), _config(run.run_id, options), on_event)
     return _finish(final, deps, options, runs_dir, time.perf_counter() - start)
 

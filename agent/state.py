@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from agent.llm import Message
 from agent.memory.store import Memory
 from agent.memory.trajectory import CITATION_RE, Step
+from agent.plan import Plan
 
 __all__ = ["AgentState", "CITATION_RE", "Counters", "Evidence", "RunState", "Step"]
 
@@ -28,6 +29,8 @@ class Evidence(BaseModel):
     text: str = ""
     step: int = 0
     score: float | None = None
+    rank: int = 0  # position in its search result (1 = best); 0 = opened by read
+    sub_question: int | None = None  # the plan's sub-question the search served
 
 
 class Counters(BaseModel):
@@ -35,15 +38,17 @@ class Counters(BaseModel):
     tool_errors: int = 0
     invalid_turns: int = 0  # assistant turns without a usable tool call
     repaired_calls: int = 0
-    folds: int = 0  # folds asked for by the model
+    folds: int = 0  # folds asked for by the model (model-initiated)
     unfolds: int = 0
     guard_folds: int = 0  # folds forced by the budget guard
     fold_llm_fallbacks: int = 0  # LLM summary failed, deterministic block used
     repeated_queries: int = 0
     error_streak: int = 0  # consecutive steps whose calls all failed (forced answer at max_refusals)
     llm_calls: int = 0
-    prompt_tokens: int = 0  # tokens the LLM processed (all calls: agent, fold summaries, answer)
+    prompt_tokens: int = 0  # prompt tokens of all LLM calls (plan, agent, fold summaries, reader)
+    evaluated_prompt_tokens: int = 0  # of those, the ones the model evaluated (not reused from its KV cache)
     completion_tokens: int = 0
+    reader_calls: int = 0  # final answers written by the reader over the collected evidence
     peak_context_tokens: int = 0
     final_context_tokens: int = 0
     context_samples: list[int] = Field(default_factory=list)  # rendered prompt size at each agent call
@@ -57,8 +62,11 @@ class RunState(BaseModel):
     evidence: dict[str, Evidence] = Field(default_factory=dict)
     queries: dict[str, list[int]] = Field(default_factory=dict)  # normalised search query -> steps
     counters: Counters = Field(default_factory=Counters)
+    plan: Plan = Field(default_factory=Plan)
     answer: str | None = None
     answer_citations: list[str] = Field(default_factory=list)
+    answer_source: Literal["", "model", "reader"] = ""  # who wrote the final answer
+    answer_supported: bool = True  # the model's answer cites (or is found in) seen evidence
     report_body: str | None = None  # long-form report text (report_mode="long")
     report: str | None = None  # the final Markdown report
     status: Literal["running", "answered", "forced", "failed"] = "running"
@@ -87,8 +95,11 @@ class AgentState(TypedDict, total=False):
     evidence: dict[str, dict[str, Any]]
     queries: dict[str, list[int]]
     counters: dict[str, Any]
+    plan: dict[str, Any]
     answer: str | None
     answer_citations: list[str]
+    answer_source: str
+    answer_supported: bool
     report_body: str | None
     report: str | None
     status: str

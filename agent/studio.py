@@ -21,4 +21,4 @@ def make_graph(config: Any = None) -> Any:
     settings = Settings()
     chat = make_chat_model(settings)
     stack = open_stack(settings, chat_model=chat)  # lives as long as the server process
-    return build_graph(AgentDeps(model=chat, backend=stack.retriever), RunOptions.from_settings(settings))
+    return build_graph(AgentDeps(model=chat, backend=stack.retriever), RunOptions.for_research(settings))

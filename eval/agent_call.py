@@ -72,7 +72,7 @@ def run_eventfold_agent(
     chat_model: ChatModel,
     *,
     fold: bool = True,
-    report_mode: str = "short",
+    report_mode: str = "full",
     runs_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Run the eventfold agent once: answer, report, cited chunk ids, the evidence it gathered (cited
@@ -81,7 +81,7 @@ def run_eventfold_agent(
     from agent.options import RunOptions
     from agent.runner import run_agent
 
-    options = RunOptions.from_settings(settings, fold=fold, report_mode=report_mode)
+    options = RunOptions.for_research(settings, fold=fold, report_mode=report_mode)
     result = run_agent(question, AgentDeps(model=chat_model, backend=backend), options, runs_dir=runs_dir)
     run = result.run
     evidence = list(run.evidence.values())
@@ -95,6 +95,8 @@ def run_eventfold_agent(
         **run.counters.model_dump(exclude={"context_samples"}),
         "status": run.status,
         "stop_reason": run.stop_reason,
+        "answer_source": run.answer_source,
+        "sub_questions": len(run.plan.sub_questions),
         "steps": len(run.steps),
         "wall_s": round(result.wall_s, 3),
     }

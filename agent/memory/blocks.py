@@ -17,8 +17,6 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from agent.memory.trajectory import Step
-
 Granularity = Literal["step", "subtask"]
 FoldStatus = Literal["active", "unfolded", "absorbed"]
 
@@ -42,7 +40,6 @@ class Fold(BaseModel):
     children: list[str] = Field(default_factory=list)  # active folds inside the range when folded
     revealed: list[int] = Field(default_factory=list)  # steps shown again by unfold(fold_id, section)
     unfolded_at: int | None = None  # the step whose unfold call restored it (the guard spares it next turn)
-    originals: list[Step] = Field(default_factory=list)  # verbatim copies of the folded steps
 
     @property
     def span(self) -> tuple[int, int]:

@@ -20,7 +20,7 @@ def render_trajectory(steps: list[Step], memory: Memory) -> list[Message]:
             continue
         if step.n == fold.start:
             out.append(Message(role="user", content=render_block(fold)))
-            for original in fold.originals:
+            for original in memory.originals(fold, steps):
                 if original.n in fold.revealed:
                     out.extend(step_messages(original))
     return out

@@ -7,6 +7,8 @@ Rules (checked before anything changes, so a refused operation leaves the memory
   (status "absorbed", parent = the new fold) and come back as they were when the parent is
   unfolded. A range that cuts through an active fold, or lies inside one, is refused with
   `FoldOverlapError` naming the fold and the ranges that would work.
+- The original steps are the trajectory's own (steps are never changed once appended), so a fold
+  stores its range, not copies: `originals(fold, steps)` is the verbatim view, keyed by fold id.
 - `unfold(id)` restores the fold's steps (and its nested folds) exactly as they were rendered before
   the fold: fold then unfold is byte-exact. `unfold(id, section)` keeps the block and shows only the
   steps the section refers to (a step number, a chunk id `c:...`, or `finding N`).
@@ -108,15 +110,18 @@ class Memory(BaseModel):
     def new_id(self) -> str:
         return f"F{self.next_id}"
 
+    @staticmethod
+    def originals(fold: Fold, steps: list[Step]) -> list[Step]:
+        """The fold's original steps, verbatim (the trajectory's own objects: read, never change)."""
+        return steps[fold.start - 1 : fold.end]
+
     def add(self, fold: Fold, steps: list[Step]) -> Fold:
-        """Activate `fold` over its range (validated here again); originals are copied verbatim."""
+        """Activate `fold` (a new object, owned from here on) over its range, validated here again."""
         nested = self.check_range(fold.start, fold.end, len(steps))
-        fold = fold.model_copy(deep=True)
         fold.fold_id = self.new_id()
         fold.status = "active"
         fold.children = [f.fold_id for f in nested]
         fold.revealed = []
-        fold.originals = [s.model_copy(deep=True) for s in steps[fold.start - 1 : fold.end]]
         for child in nested:
             child.status = "absorbed"
             child.parent = fold.fold_id
@@ -134,7 +139,9 @@ class Memory(BaseModel):
         return fold
 
     # --- unfold -------------------------------------------------------------------------------
-    def unfold(self, fold_id: str, section: str | None = None) -> tuple[Fold, list[int]]:
+    def unfold(
+        self, fold_id: str, section: str | None = None, steps: list[Step] | None = None
+    ) -> tuple[Fold, list[int]]:
         """Unfold fully (section None) or reveal the steps a section refers to. Returns the fold
         and the step numbers now shown verbatim."""
         fold = self.get(fold_id)
@@ -149,11 +156,11 @@ class Memory(BaseModel):
                 self.folds[cid].status = "active"
                 self.folds[cid].parent = None
             return fold, list(range(fold.start, fold.end + 1))
-        steps = self._section_steps(fold, str(section).strip())
-        fold.revealed = sorted(set(fold.revealed) | set(steps))
-        return fold, steps
+        shown = self._section_steps(fold, str(section).strip(), self.originals(fold, steps or []))
+        fold.revealed = sorted(set(fold.revealed) | set(shown))
+        return fold, shown
 
-    def _section_steps(self, fold: Fold, section: str) -> list[int]:
+    def _section_steps(self, fold: Fold, section: str, originals: list[Step]) -> list[int]:
         span = range(fold.start, fold.end + 1)
         m = re.fullmatch(r"(?:steps?\s*)?(\d+)", section, flags=re.I)
         if m:
@@ -167,12 +174,12 @@ class Memory(BaseModel):
             if not 1 <= k <= len(fold.findings):
                 raise FoldError(f"{fold.fold_id} has findings 1-{len(fold.findings)}, not {k}")
             cited = set(CITATION_RE.findall(fold.findings[k - 1]))
-            hits = [s.n for s in fold.originals if cited & set(s.chunk_ids)]
+            hits = [s.n for s in originals if cited & set(s.chunk_ids)]
             if not hits:
                 raise FoldError(f"finding {k} of {fold.fold_id} cites no evidence from its steps")
             return hits
         chunk = section[2:] if section.startswith("c:") else section
-        hits = [s.n for s in fold.originals if chunk in s.chunk_ids]
+        hits = [s.n for s in originals if chunk in s.chunk_ids]
         if not hits:
             raise FoldError(
                 f"section {section!r} matches nothing in {fold.fold_id}; use a step number "

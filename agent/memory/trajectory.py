@@ -19,7 +19,7 @@ class Step(BaseModel):
     assistant: Message
     results: list[Message] = Field(default_factory=list)
     chunk_ids: list[str] = Field(default_factory=list)  # evidence this step's results showed
-    kind: Literal["action", "invalid", "forced"] = "action"
+    kind: Literal["action", "invalid", "forced", "seed"] = "action"  # seed: the plan's opening search
 
 
 def step_messages(step: Step) -> list[Message]:

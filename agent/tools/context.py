@@ -36,6 +36,8 @@ def counted_chat(run: RunState, model: ChatModel, messages: list[Message], **kwa
     c = run.counters
     c.llm_calls += 1
     c.prompt_tokens += resp.usage.prompt_tokens
+    evaluated = resp.usage.evaluated_prompt_tokens
+    c.evaluated_prompt_tokens += resp.usage.prompt_tokens if evaluated is None else evaluated
     c.completion_tokens += resp.usage.completion_tokens
     return resp
 

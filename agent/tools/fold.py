@@ -5,10 +5,14 @@ Without a model-written summary the block is written by an LLM call on a fixed t
 with `fold_summary="deterministic"` or when that call fails, extracted deterministically from the
 steps (the evidence they showed, one finding per source, the queries that found nothing).
 Granularity `step` keeps a one-line digest per step in the block; `subtask` keeps only findings.
+
+The model names what to fold by a target the status line lists ("all", "sq2"), never by step
+arithmetic; `start_step/end_step` ranges from older callers are still accepted.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from agent.llm import LLMError, Message
@@ -129,26 +133,67 @@ def apply_fold(
     return memory.add(block, run.steps)
 
 
+def fold_targets(run: RunState) -> dict[str, tuple[int, int]]:
+    """The fold targets valid now, by name (what the status line shows): "all" (every completed
+    step not yet folded, nesting earlier folds) and "sqN" (the steps that served sub-question N)."""
+    n = len(run.steps)
+    out: dict[str, tuple[int, int]] = {}
+    spans = run.memory.uncovered_spans(n)
+    if spans:
+        out["all"] = (spans[0][0], n)
+    for sq in run.plan.sub_questions:
+        if sq.steps:
+            out[f"sq{sq.id}"] = (min(sq.steps), max(sq.steps))
+    valid = {}
+    for name, (start, end) in out.items():
+        try:
+            run.memory.check_range(start, end, n)
+        except FoldError:
+            continue
+        valid[name] = (start, end)
+    return valid
+
+
+def resolve_target(run: RunState, target: str) -> tuple[int, int]:
+    """A target name, or a range "A-B" (older callers), as a step range; FoldError names the choices."""
+    key = target.strip().lower().replace(" ", "")
+    targets = fold_targets(run)
+    if key in targets:
+        return targets[key]
+    m = re.fullmatch(r"(?:steps?)?(\d+)(?:-(\d+))?", key)
+    if m:
+        return int(m.group(1)), int(m.group(2) or m.group(1))
+    raise FoldError(f"unknown fold target {target!r}")
+
+
+def describe_targets(run: RunState) -> str:
+    return ", ".join(f"{k} (steps {a}-{b})" for k, (a, b) in fold_targets(run).items()) or "none right now"
+
+
+def _legacy_range(args: dict[str, object]) -> dict[str, object]:
+    """fold(start_step, end_step) as older callers (RL environment, saved trajectories) send it."""
+    if "target" not in args and "start_step" in args:
+        start = args.pop("start_step")
+        end = args.pop("end_step", start)
+        args["target"] = f"{start}-{end}"
+    return args
+
+
 def make_fold(ctx: ToolContext) -> Tool:
-    def fold(
-        start_step: int,
-        end_step: int,
-        summary: str | None = None,
-        granularity: Literal["step", "subtask"] = "step",
-    ) -> ToolResult:
-        """Fold steps start_step..end_step into a short memory block (originals are kept; unfold restores them).
+    def fold(target: str, summary: str | None = None) -> ToolResult:
+        """Shrink finished steps into a memory block (unfold brings them back).
 
         Args:
-            start_step: first step to fold
-            end_step: last step to fold (an earlier step than the current one)
-            summary: optional: your own summary of what these steps found, citing [c:ID]
-            granularity: "step" keeps one line per step, "subtask" only the findings
+            target: what to fold: a target listed in [status], e.g. "all" or "sq1"
+            summary: optional: what these steps found, citing [c:ID]
         """
+        run = ctx.run
         try:
-            block = apply_fold(ctx, start_step, end_step, summary=summary, granularity=granularity)
+            start, end = resolve_target(run, target)
+            block = apply_fold(ctx, start, end, summary=summary, granularity="step")
         except FoldError as exc:
-            raise ToolError(str(exc)) from exc
-        ctx.run.counters.folds += 1
+            raise ToolError(f"{exc} (valid targets now: {describe_targets(run)})") from exc
+        run.counters.folds += 1
         ctx.emit(
             {
                 "type": "fold",
@@ -159,8 +204,9 @@ def make_fold(ctx: ToolContext) -> Tool:
                 "summary_source": block.summary_source,
             }
         )
-        return ToolResult(
-            content=f"Folded steps {block.start}-{block.end} into {block.fold_id}: {block.title}"
-        )
+        return ToolResult(content=f"Folded steps {block.start}-{block.end} into {block.fold_id}: {block.title}")
 
-    return Tool.from_function(fold)
+    def choices() -> dict[str, list[object]]:
+        return {"target": list(fold_targets(ctx.run))}
+
+    return Tool.from_function(fold, choices=choices, adapt=_legacy_range, enforce_choices=False)

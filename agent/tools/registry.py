@@ -4,6 +4,12 @@ call crash the run: unknown names and invalid arguments come back to the model a
 A tool is any typed function (`def search(query: str, top_k: int | None = None) -> ToolResult | str`)
 whose docstring's first paragraph is the description and whose `Args:` section describes the
 parameters. Extra tools (e.g. a web search) are plain functions passed to `ToolRegistry(extra=...)`.
+
+Choices: a tool may name, per parameter, the values valid *right now* (the fold scopes and fold ids
+the status line shows, the chunk ids seen so far). `ToolRegistry.specs()` puts them into each spec's
+`grammar_parameters` (enums a constrained decoder cannot leave) and marks a tool without any valid
+value `available=False`; `parameters` (what the prompt shows) never changes. A call outside the
+choices is answered with the valid ones. This is the one tool surface for inference, SFT and RL.
 """
 
 from __future__ import annotations
@@ -62,6 +68,32 @@ def _strip_titles(schema: Any) -> Any:
     return schema
 
 
+Choices = Callable[[], dict[str, list[Any]]]
+Adapter = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def narrowed(parameters: dict[str, Any], choices: dict[str, list[Any]]) -> tuple[dict[str, Any], bool]:
+    """`parameters` with each chosen property narrowed to an enum of its valid values, and whether a
+    valid call exists (False when a required parameter has no valid value). An optional array
+    without valid values is dropped from the schema."""
+    schema = {**parameters, "properties": dict(parameters.get("properties", {}))}
+    required = set(parameters.get("required", []))
+    for name, values in choices.items():
+        prop = schema["properties"].get(name)
+        if prop is None:
+            continue
+        if not values:
+            if name in required:
+                return schema, False
+            schema["properties"].pop(name)
+            continue
+        if prop.get("type") == "array":
+            schema["properties"][name] = {**prop, "items": {"enum": list(values)}, "maxItems": 3}
+        else:
+            schema["properties"][name] = {k: v for k, v in prop.items() if k != "type"} | {"enum": list(values)}
+    return schema, True
+
+
 @dataclass
 class Tool:
     name: str
@@ -69,10 +101,20 @@ class Tool:
     description: str
     args_model: type[BaseModel]
     parameters: dict[str, Any] = field(default_factory=dict)
+    choices: Choices | None = None  # valid values per parameter right now
+    adapt: Adapter | None = None  # maps older argument shapes onto this signature
+    enforce_choices: bool = True  # False: choices only narrow the grammar (the tool drops bad values)
 
     @classmethod
     def from_function(
-        cls, fn: Callable[..., Any], name: str | None = None, description: str | None = None
+        cls,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        description: str | None = None,
+        *,
+        choices: Choices | None = None,
+        adapt: Adapter | None = None,
+        enforce_choices: bool = True,
     ) -> Tool:
         hints = typing.get_type_hints(fn)
         doc, arg_docs = _doc_parts(fn)
@@ -89,12 +131,31 @@ class Tool:
         )
         schema = _strip_titles(model.model_json_schema())
         schema.pop("additionalProperties", None)
-        return cls(name or fn.__name__, fn, description or doc, model, schema)
+        return cls(name or fn.__name__, fn, description or doc, model, schema, choices, adapt, enforce_choices)
 
     def spec(self) -> ToolSpec:
-        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+        spec = ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+        if self.choices is not None:
+            spec.grammar_parameters, spec.available = narrowed(self.parameters, self.choices())
+        return spec
+
+    def check_choices(self, arguments: dict[str, Any]) -> None:
+        """Refuse values outside the current choices, naming the valid ones."""
+        if self.choices is None or not self.enforce_choices:
+            return
+        for name, values in self.choices().items():
+            given = arguments.get(name)
+            if given is None:
+                continue
+            for value in given if isinstance(given, list) else [given]:
+                if value not in values:
+                    valid = ", ".join(map(repr, values[:12])) if values else "none right now"
+                    raise ToolError(f"{name}={value!r} is not valid now; valid {name} values: {valid}")
 
     def invoke(self, arguments: dict[str, Any]) -> ToolResult:
+        if self.adapt is not None:
+            arguments = self.adapt(dict(arguments))
+        self.check_choices(arguments)
         try:
             args = self.args_model.model_validate(arguments)
         except ValidationError as exc:

@@ -1,4 +1,9 @@
-"""`search`: the retriever (EventRAG or any `SearchBackend`), numbered evidence with chunk/doc ids."""
+"""`search`: the retriever (EventRAG or any `SearchBackend`), numbered evidence with chunk/doc ids,
+each search tied to the plan's sub-question it serves.
+
+A repeated query is not re-run: while a sub-question is still open the search goes to that
+sub-question's own text instead (a repaired call, said so in the result); otherwise the model is
+told what it can do next."""
 
 from __future__ import annotations
 
@@ -19,47 +24,65 @@ def snippet(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026"
 
 
+def run_search(
+    ctx: ToolContext, query: str, sub_question: int | None = None, note: str = "", *, tie: bool = True
+) -> ToolResult:
+    """Retrieve, record the evidence, tie it to the plan unless `tie` is False (no repeat check)."""
+    run, opts = ctx.run, ctx.options
+    run.queries.setdefault(normalize_query(query), []).append(run.next_step)
+    result = ctx.backend.retrieve(query, top_k=opts.search_top_k)
+    chunks = result.chunks[: opts.search_top_k]
+    sq = run.plan.tie(sub_question, run.next_step, [c.chunk_id for c in chunks]) if chunks and tie else None
+    serves = f" (sub-question {sq.id})" if sq is not None else ""
+    if not chunks:
+        return ToolResult(content=f"{note}No results for {query!r}. Try other keywords.")
+    lines = [f"{note}Results for {query!r}{serves} {DATA_NOTE}:"]
+    evidence = []
+    for i, ch in enumerate(chunks, 1):
+        title = f' "{neutralize(ch.title)}"' if ch.title else ""
+        lines.append(f"[{i}] [c:{ch.chunk_id}]{title}: {neutralize(snippet(ch.text, opts.result_chars))}")
+        evidence.append(
+            Evidence(
+                chunk_id=ch.chunk_id,
+                doc_id=ch.doc_id,
+                title=ch.title,
+                text=ch.text,
+                step=run.next_step,
+                score=ch.score,
+                rank=i,
+                sub_question=sq.id if sq is not None else None,
+            )
+        )
+    return ToolResult(content="\n".join(lines), evidence=evidence)
+
+
 def make_search(ctx: ToolContext) -> Tool:
-    def search(query: str) -> ToolResult:
-        """Search the corpus for evidence. Returns numbered passages with chunk ids [c:ID] and document ids.
+    def search(query: str, sub_question: int | None = None) -> ToolResult:
+        """Search the documents; results show chunk ids [c:ID].
 
         Args:
-            query: a short, specific search query
+            query: a few keywords naming what to find
+            sub_question: the plan's sub-question this search serves (default: the first open one)
         """
         run, opts = ctx.run, ctx.options
         key = normalize_query(query)
         if not key:
             raise ToolError("query is empty; give a few keywords")
-        seen = run.queries.setdefault(key, [])
-        if len(seen) > opts.max_repeat_queries:
+        seen = run.queries.get(key, [])
+        if seen:
             run.counters.repeated_queries += 1
-            first = run.steps[seen[0] - 1] if seen[0] <= len(run.steps) else None
-            hint = f"read(id={first.chunk_ids[0]!r}), " if first and first.chunk_ids else ""
+            fresh = [s for s in run.plan.open() if normalize_query(s.text) not in run.queries]
+            if fresh:
+                run.counters.repaired_calls += 1
+                note = f"(already searched {query!r} at step {seen[0]}; searched sub-question {fresh[0].id} instead) "
+                return run_search(ctx, fresh[0].text, fresh[0].id, note)
+        if len(seen) > opts.max_repeat_queries:
             raise ToolError(
-                f"you already searched for {query!r} (step {seen[0]}); its results are in the context or a "
-                f"fold. Next: {hint}a different search, or answer."
+                f"you already searched {query!r} (step {seen[0]}); search other keywords, read a chunk, or answer"
             )
-        seen.append(run.next_step)
-        k = opts.search_top_k
-        result = ctx.backend.retrieve(query, top_k=k)
-        if not result.chunks:
-            return ToolResult(content=f"No results for {query!r}. Try other keywords.")
-        lines = [f"Results for {query!r} {DATA_NOTE}:"]
-        evidence = []
-        for i, ch in enumerate(result.chunks[:k], 1):
-            title = f' "{neutralize(ch.title)}"' if ch.title else ""
-            lines.append(f"[{i}] [c:{ch.chunk_id}]{title} (doc {ch.doc_id})")
-            lines.append(f"    {neutralize(snippet(ch.text, opts.result_chars))}")
-            evidence.append(
-                Evidence(
-                    chunk_id=ch.chunk_id,
-                    doc_id=ch.doc_id,
-                    title=ch.title,
-                    text=ch.text,
-                    step=run.next_step,
-                    score=ch.score,
-                )
-            )
-        return ToolResult(content="\n".join(lines), evidence=evidence)
+        return run_search(ctx, query, sub_question)
 
-    return Tool.from_function(search)
+    def choices() -> dict[str, list[object]]:
+        return {"sub_question": [s.id for s in ctx.run.plan.sub_questions]}
+
+    return Tool.from_function(search, choices=choices)

@@ -139,11 +139,17 @@ def summarize(
     return summary
 
 
-STAT_COLUMNS = {  # agent counters worth a column (means per question), as "table header": stats key
+STAT_COLUMNS = {  # per-question stats worth a column (means per question), as "table header": stats key
     "LLM calls": "llm_calls",
-    "peak ctx": "peak_context_tokens",
-    "folds": "folds",
+    "prompt tok": "prompt_tokens",
+    "eval prompt tok": "evaluated_prompt_tokens",
+    "gen tok": "completion_tokens",
+    "tool calls": "tool_calls",
+    "tool err %": "tool_error_pct",  # derived: 100 * mean tool errors / mean tool calls
+    "model folds": "folds",
     "guard folds": "guard_folds",
+    "reader answers": "reader_calls",
+    "peak ctx": "peak_context_tokens",
 }
 
 
@@ -156,7 +162,10 @@ def _mean_stats(records: list[dict[str, Any]]) -> dict[str, float]:
             if isinstance(value, int | float) and not isinstance(value, bool):
                 sums[key] = sums.get(key, 0.0) + float(value)
                 counts[key] = counts.get(key, 0) + 1
-    return {k: sums[k] / counts[k] for k in sums}
+    means = {k: sums[k] / counts[k] for k in sums}
+    if means.get("tool_calls"):
+        means["tool_error_pct"] = 100.0 * means.get("tool_errors", 0.0) / means["tool_calls"]
+    return means
 
 
 def _write_tables(out_dir: Path, summary: dict[str, Any]) -> None:

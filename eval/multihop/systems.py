@@ -1,7 +1,7 @@
 """The systems the harness compares, behind one small protocol.
 
 - `RetrieveAndRead`: an EventRAG retrieval mode (naive, graph, event, agentic) returns ranked chunks;
-  a reader (the chat model) answers from the first `read_k` of them.
+  a reader (`agent.reader.read_answer`, the chat model) answers from the first `read_k` of them.
 - `AgentSystem`: the research agent answers; its evidence is the chunks it cited, then the other
   chunks it retrieved, in order.
 """
@@ -13,10 +13,10 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from agent.reader import read_answer
 from eval.agent_call import AgentCaller, field
-from eval.multihop import prompts
 from eval.multihop.schema import QAExample
-from eventfold.llm.types import ChatModel, Message
+from eventfold.llm.types import ChatModel
 from eventrag.schema import RetrievalMode, RetrievedChunk, SearchBackend
 
 
@@ -30,29 +30,6 @@ class QASystem(Protocol):
     name: str  # the run's name in tables and plots, e.g. "naive", "agent-nofold"
 
     def predict(self, example: QAExample) -> Prediction: ...
-
-
-def read_answer(
-    chat_model: ChatModel, question: str, chunks: list[RetrievedChunk], max_tokens: int
-) -> tuple[str, dict[str, Any]]:
-    """Ask the reader for a short answer from `chunks`; returns the answer and token usage."""
-    lines = [
-        prompts.PASSAGE_LINE.format(n=i, title=c.title or c.doc_id, text=" ".join(c.text.split()))
-        for i, c in enumerate(chunks, 1)
-    ]
-    messages = [
-        Message(role="system", content=prompts.READER_SYSTEM),
-        Message(
-            role="user",
-            content=prompts.READER_USER.format(passages="\n".join(lines) or "(none)", question=question),
-        ),
-    ]
-    resp = chat_model.chat(messages, temperature=0.0, max_tokens=max_tokens)
-    answer = resp.text.strip().splitlines()[0].strip() if resp.text.strip() else ""
-    return answer, {
-        "prompt_tokens": resp.usage.prompt_tokens,
-        "completion_tokens": resp.usage.completion_tokens,
-    }
 
 
 class RetrieveAndRead:
@@ -83,11 +60,15 @@ class RetrieveAndRead:
             "retrieval_llm_calls": result.llm_calls,
         }
         answer = None
+        t1 = time.perf_counter()
         if self.chat_model is not None:
             answer, usage = read_answer(
                 self.chat_model, example.question, result.chunks[: self.read_k], self.answer_max_tokens
             )
             stats.update(usage)
+            stats["llm_calls"] = 1
+        stats["wall_s"] = round(time.perf_counter() - t0, 3)
+        stats["reader_s"] = round(time.perf_counter() - t1, 3)
         return Prediction(answer=answer, retrieved=result.chunks, stats=stats)
 
 

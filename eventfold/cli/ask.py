@@ -57,7 +57,11 @@ def resolve_settings(
 
 def print_event(event: dict[str, Any]) -> None:
     kind = event.get("type")
-    if kind == "context":
+    if kind == "plan":
+        console.print("[dim]plan:[/]")
+        for i, sub in enumerate(event["sub_questions"], 1):
+            console.print(f"  {i}. {sub}", markup=False, highlight=False)  # model text: never markup
+    elif kind == "context":
         console.print(f"[dim]step {event['step']} · context {event['tokens']}/{event['budget']} tokens[/]")
     elif kind == "tool_call":
         args = ", ".join(f"{k}={v!r}" for k, v in event["arguments"].items())
@@ -79,7 +83,9 @@ def print_event(event: dict[str, Any]) -> None:
     elif kind == "invalid":
         console.print(f"  [yellow]invalid turn (not a tool call): {safe(repr(event['text'][:100]))}[/]")
     elif kind == "forced_answer":
-        console.print(f"  [yellow]forced answer ({safe(event['reason'])}): {safe(event['answer'])}[/]")
+        who = "reader over the evidence" if event.get("source") == "reader" else "model (unsupported)"
+        console.print(f"  [yellow]stopped ({safe(event['reason'])}); answer by the {who}:[/]")
+        console.print(f"  {event['answer']}", markup=False, highlight=False)
 
 
 def footer(result: Any) -> Table:
@@ -88,9 +94,11 @@ def footer(result: Any) -> Table:
     rows = [
         ("steps", str(len(result.run.steps))),
         ("tool calls", f"{c.tool_calls} ({c.tool_errors} errors)"),
-        ("folds / unfolds", f"{c.folds} + {c.guard_folds} by guard / {c.unfolds}"),
+        ("folds", f"{c.folds} by the model, {c.guard_folds} by the budget guard · unfolds {c.unfolds}"),
+        ("answer by", result.run.answer_source or "-"),
         ("context tokens", f"peak {c.peak_context_tokens}, final {c.final_context_tokens}"),
-        ("LLM tokens processed", f"{c.prompt_tokens + c.completion_tokens} in {c.llm_calls} calls"),
+        ("prompt tokens", f"{c.evaluated_prompt_tokens} evaluated of {c.prompt_tokens} ({c.llm_calls} LLM calls)"),
+        ("generated tokens", str(c.completion_tokens)),
         ("wall time", f"{result.wall_s:.1f} s"),
         ("model", result.model),
     ]
@@ -121,7 +129,10 @@ def register(app: typer.Typer) -> None:
             None, "--mode", help="Retrieval mode: naive | graph | event | agentic."
         ),
         report: str = typer.Option(
-            "short", "--report", help="short (answer + sources) | long (written report)."
+            "full",
+            "--report",
+            help="full (answer, findings per sub-question, sources, open questions) | short (answer + "
+            "sources) | long (full + a written summary).",
         ),
         resume: str | None = typer.Option(None, "--resume", help="Continue an interrupted run by its id."),
         config: Path | None = typer.Option(None, "--config", help="TOML settings file."),  # noqa: B008
@@ -133,7 +144,7 @@ def register(app: typer.Typer) -> None:
         if (
             fold_summary not in ("llm", "deterministic")
             or extract not in ("auto", "llm", "rules")
-            or report not in ("short", "long")
+            or report not in ("short", "full", "long")
             or mode not in (None, "naive", "graph", "event", "agentic")
         ):
             err_console.print("[bold red]bad option value[/] (see `eventfold ask --help`)")
@@ -163,7 +174,7 @@ def run_ask(
     fold_summary: Literal["llm", "deterministic"] = "llm",
     extract: Literal["auto", "llm", "rules"] = "auto",
     mode: str | None = None,
-    report_mode: Literal["short", "long"] = "short",
+    report_mode: Literal["short", "full", "long"] = "full",
     resume: str | None = None,
 ) -> Any:
     from agent.graph import AgentDeps
@@ -178,7 +189,7 @@ def run_ask(
     try:
         if resume is None:
             validate_question(question)
-        options = RunOptions.from_settings(
+        options = RunOptions.for_research(
             settings, fold=fold, fold_summary=fold_summary, report_mode=report_mode
         )
         t0 = time.perf_counter()

@@ -18,18 +18,20 @@ THOUGHT_MAX_CHARS = 300
 
 
 def _arguments_schema(tool: ToolSpec) -> dict[str, Any]:
-    schema = dict(tool.parameters or {})
+    schema = dict(tool.grammar_parameters or tool.parameters or {})
     schema.setdefault("type", "object")
     schema.setdefault("properties", {})
     return schema
 
 
 def action_schema(tools: list[ToolSpec], *, think: bool = False) -> dict[str, Any]:
-    """The JSON schema of one action; with `think`, a short free-text `thought` comes first."""
+    """The JSON schema of one action; with `think`, a short free-text `thought` comes first. Only
+    tools with a valid call right now (`available`) are admitted, with their narrowed arguments."""
     if not tools:
         raise ValueError("action_schema needs at least one tool")
+    usable = [t for t in tools if t.available] or list(tools)
     variants = []
-    for tool in tools:
+    for tool in usable:
         props: dict[str, Any] = {}
         if think:
             props["thought"] = {"type": "string", "maxLength": THOUGHT_MAX_CHARS}

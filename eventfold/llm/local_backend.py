@@ -7,7 +7,10 @@
 - `json_schema`: the reply is decoded under that schema's grammar; `parsed` holds the object.
 - KV-cache reuse: one `Llama` per backend object; llama.cpp keeps the evaluated tokens and only
   evaluates the part of a new prompt after the longest common prefix, so an agent's growing
-  trajectory costs only its new tokens. A lock serialises calls (a `Llama` is not thread-safe).
+  trajectory costs only its new tokens. The tool list in the system prompt is one fixed line per
+  tool (the grammar carries the argument schemas and the currently valid values), so it never breaks
+  the prefix. `Usage.evaluated_prompt_tokens` says how many prompt tokens were really evaluated.
+  A lock serialises calls (a `Llama` is not thread-safe).
 - Token counts use the model's own tokenizer and its chat template (exact for template-based models).
 """
 
@@ -121,15 +124,19 @@ class LlamaCppChatModel:
         elif json_schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
         with self._lock:
+            before = self._prompt_evals()
             try:
                 raw: dict[str, Any] = self._llm.create_chat_completion(**kwargs)  # type: ignore[assignment]
             except ValueError as exc:  # e.g. prompt longer than n_ctx
                 raise LLMError(f"local model {self.name}: {exc}") from exc
+            after = self._prompt_evals()
         choice = raw["choices"][0]
         text = choice["message"].get("content") or ""
+        prompt_tokens = raw.get("usage", {}).get("prompt_tokens", 0)
         usage = Usage(
-            prompt_tokens=raw.get("usage", {}).get("prompt_tokens", 0),
+            prompt_tokens=prompt_tokens,
             completion_tokens=raw.get("usage", {}).get("completion_tokens", 0),
+            evaluated_prompt_tokens=min(after - before, prompt_tokens) if None not in (before, after) else None,  # type: ignore[operator]
         )
         message = Message(role="assistant", content=text)
         parsed = None
@@ -165,6 +172,15 @@ class LlamaCppChatModel:
             return len(self._llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
 
     # --- internals ------------------------------------------------------------------------------
+    def _prompt_evals(self) -> int | None:
+        """Prompt tokens llama.cpp has evaluated in this context so far (its perf counter)."""
+        try:
+            from llama_cpp import llama_cpp as lib
+
+            return int(lib.llama_perf_context(self._llm._ctx.ctx).n_p_eval)
+        except Exception:  # an older/newer binding without the counter: unknown
+            return None
+
     def _remember(self, call_id: str, raw: str) -> None:
         self._raw_actions[call_id] = raw
         while len(self._raw_actions) > _RAW_ACTIONS_KEPT:

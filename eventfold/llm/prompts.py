@@ -11,11 +11,9 @@ SCHEMA_INSTRUCTION = (
     "Reply with one JSON object only, no prose and no code fences. It must follow this JSON schema:\n{schema}"
 )
 
-TOOLS_INSTRUCTION = """You can use these tools:
+TOOLS_INSTRUCTION = """Tools:
 {tools}
-
-To use a tool, reply with one JSON object only: {{"tool": <tool name>, "arguments": {{...}}}}.
-Choose exactly one tool per reply. Arguments must follow the tool's parameter schema."""
+Reply with one JSON object: {{"tool": "<name>", "arguments": {{...}}}}."""
 
 TOOL_RESULT = "Result of tool {name}:\n{content}"
 
@@ -24,10 +22,16 @@ def schema_instruction(schema: dict[str, Any]) -> str:
     return SCHEMA_INSTRUCTION.format(schema=json.dumps(schema, ensure_ascii=False))
 
 
+def _signature(tool: ToolSpec) -> str:
+    props = tool.parameters.get("properties", {})
+    required = set(tool.parameters.get("required", []))
+    args = ", ".join(name if name in required else f"{name}?" for name in props)
+    return f"{tool.name}({args})"
+
+
 def tools_instruction(tools: list[ToolSpec]) -> str:
-    lines = []
-    for t in tools:
-        params = json.dumps(t.parameters.get("properties", {}), ensure_ascii=False)
-        required = t.parameters.get("required", [])
-        lines.append(f"- {t.name}: {t.description}\n  parameters: {params}" + (f" (required: {', '.join(required)})" if required else ""))
+    """A compact, fixed tool list: one line per tool (signature and description). The argument
+    schemas are enforced by the decoding grammar, so the prompt does not repeat them; it does not
+    change when the valid argument values do."""
+    lines = [f"- {_signature(t)}: {t.description}" for t in tools]
     return TOOLS_INSTRUCTION.format(tools="\n".join(lines))

@@ -77,6 +77,11 @@ class ToolSpec(BaseModel):
     name: str
     description: str
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    # What a constrained decoder may produce right now: the parameters narrowed to the currently valid
+    # values (enums), and whether the tool has any valid call at all. The prompt shows `parameters`
+    # only, so it stays the same from step to step (prefix-cache friendly).
+    grammar_parameters: dict[str, Any] | None = None
+    available: bool = True
 
     def to_openai(self) -> dict[str, Any]:
         return {
@@ -88,6 +93,8 @@ class ToolSpec(BaseModel):
 class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # prompt tokens the model actually evaluated (the rest came from its prefix/KV cache); None = unknown
+    evaluated_prompt_tokens: int | None = None
 
     @property
     def total_tokens(self) -> int:

@@ -30,9 +30,12 @@ from typing import Any, Literal, Self
 
 import numpy as np
 
-# gRPC's C core prints INFO lines (e.g. GOAWAY "too_many_pings" from Milvus Lite) onto the user's
-# console; keep it to errors unless the user asked for more.
-os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+# gRPC's C core prints its log lines onto the user's console, among them an ERROR-level GOAWAY
+# "too_many_pings" each time Milvus Lite throttles the client's keepalive pings (harmless: the client
+# reconnects). Silence the C core unless the user asked for its logs (failures still raise in Python);
+# Milvus Lite's in-process gRPC server logs its unimplemented-method tracebacks through Python logging.
+os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
 
 from pymilvus import DataType, MilvusClient, MilvusException  # noqa: E402
 from pymilvus.exceptions import ConnectionConfigException, MilvusUnavailableException  # noqa: E402

@@ -94,7 +94,7 @@ def test_unfolding_everything_restores_the_rendered_context_byte_for_byte(n, ops
                 ids = list(run.memory.folds)
                 if not ids:
                     continue
-                run.memory.unfold(ids[o[1] % len(ids)], o[2])
+                run.memory.unfold(ids[o[1] % len(ids)], o[2], run.steps)
         except FoldError:
             # a refused operation changes nothing
             assert view(run) == before_view and run.memory.model_dump_json() == before_mem
@@ -152,12 +152,12 @@ def test_refold_of_an_unfolded_range_reuses_the_fold_and_sections_reveal_steps()
     again = apply_fold(ctx, 1, 4)
     assert again.fold_id == f.fold_id and view(run) == folded
     with pytest.raises(FoldError, match="matches nothing"):
-        run.memory.unfold(f.fold_id, "c:nope")
+        run.memory.unfold(f.fold_id, "c:nope", run.steps)
     with pytest.raises(FoldError, match="unknown fold id"):
         run.memory.unfold("F9")
 
 
-def test_block_follows_the_design_format_and_keeps_originals_verbatim():
+def test_block_follows_the_design_format_and_originals_are_the_trajectory_steps():
     run = make_run(5)
     fold = apply_fold(ctx_for(run), 2, 4)
     block = [
@@ -167,7 +167,8 @@ def test_block_follows_the_design_format_and_keeps_originals_verbatim():
     for heading in ("### Findings", "### Evidence", "### Open questions"):
         assert heading in block[0]
     assert "[c:d" in block[0]
-    assert [s.model_dump() for s in fold.originals] == [s.model_dump() for s in run.steps[1:4]]
+    assert run.memory.originals(fold, run.steps) == run.steps[1:4]
+    assert all(a is b for a, b in zip(run.memory.originals(fold, run.steps), run.steps[1:4], strict=True))
 
 
 def test_llm_fold_summary_keeps_only_citations_from_the_folded_steps():

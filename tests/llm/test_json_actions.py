@@ -76,7 +76,7 @@ def test_local_rendering_of_a_trajectory():
     ]
     wire = render_for_template(history, TOOLS, None, {"c1": '{"tool":"search","arguments":{"query":"Acme"}}'})
     assert [m["role"] for m in wire] == ["system", "user", "assistant", "user"]
-    assert wire[0]["content"].startswith("Be brief.") and "- search: s" in wire[0]["content"]
+    assert wire[0]["content"].startswith("Be brief.") and "- search(query): s" in wire[0]["content"]
     assert wire[2]["content"] == '{"tool":"search","arguments":{"query":"Acme"}}'  # the raw text, for KV reuse
     assert "Result of tool search" in wire[3]["content"] and "Maria Keller" in wire[3]["content"]
     again = render_for_template(history[1:3], None, {"type": "object"})
@@ -100,3 +100,18 @@ def test_idle_cores_reads_proc_stat():
     if not Path("/proc/stat").exists():
         pytest.skip("no /proc/stat (not Linux)")
     assert idle is not None and 0.0 <= idle <= 2.0
+
+
+def test_tool_list_is_fixed_and_the_grammar_carries_the_current_choices():
+    from eventfold.llm.prompts import tools_instruction
+
+    params = {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}
+    open_now = ToolSpec(name="read", description="Show a chunk.", parameters=params,
+                        grammar_parameters={**params, "properties": {"id": {"enum": ["a#1", "b#2"]}}})
+    none_now = ToolSpec(name="unfold", description="Show a fold.", parameters=params, available=False)
+    later = open_now.model_copy(update={"grammar_parameters": {**params, "properties": {"id": {"enum": ["c#3"]}}}})
+    assert tools_instruction([open_now, none_now]) == tools_instruction([later, none_now])
+    assert tools_instruction([open_now, none_now]).splitlines()[1] == "- read(id): Show a chunk."
+    schema = action_schema([open_now, none_now])
+    assert schema["properties"]["tool"] == {"const": "read"}  # an unavailable tool is not admitted
+    assert schema["properties"]["arguments"]["properties"]["id"] == {"enum": ["a#1", "b#2"]}

@@ -14,7 +14,7 @@ from training.rl.rewards import RewardConfig
 def env(lexical_backend, tiny_model_dir) -> ResearchEnv:
     counter = HFChatModel(load_tokenizer(tiny_model_dir))
     cfg = EnvConfig(
-        context_budget=3000, max_steps=6, reward=RewardConfig(context_budget=3000, cost_per_1k=1.0)
+        context_budget=2000, max_steps=6, reward=RewardConfig(context_budget=2000, cost_per_1k=1.0)
     )
     return ResearchEnv(lexical_backend, counter, cfg)
 
@@ -36,7 +36,7 @@ def test_scripted_episode_with_fold_scores_and_shrinks_context(env, tiny_questio
     r = env._reward()
     assert r.em == 1.0 and r.format > 0
     assert run.counters.peak_context_tokens == max(run.counters.context_samples) == before
-    assert before > 3000 and r.context_cost == pytest.approx(min(0.5, (before - 3000) / 1000.0))
+    assert before > 2000 and r.context_cost == pytest.approx(min(0.5, (before - 2000) / 1000.0))
     assert r.total == pytest.approx(1.0 - r.context_cost + 0.1)
     # unfold restores the verbatim steps: the context is back to its pre-fold size plus the new steps
     env.reset(**q)

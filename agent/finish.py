@@ -1,0 +1,54 @@
+"""How a run ends with an answer drawn from evidence.
+
+- The model's `answer` call stands when it rests on evidence (a valid citation, or a seen chunk that
+  contains the answer, or yes/no).
+- Otherwise (step cap, failing calls, every sub-question has evidence, an unsupported answer) the
+  reader (`agent.reader`, the same reader as `eval --mode naive`) answers from the best collected
+  evidence; only when it finds nothing does an unsupported model answer stay, marked as such.
+"""
+
+from __future__ import annotations
+
+from agent.llm import ChatModel, LLMError, Message
+from agent.options import RunOptions
+from agent.reader import best_evidence, first_line, is_insufficient, reader_messages
+from agent.state import RunState, Step
+from agent.tools.answer import supporting
+from agent.tools.context import counted_chat
+
+
+def reader_answer(run: RunState, model: ChatModel, options: RunOptions) -> None:
+    """Write run.answer with the reader over the best evidence (mutates `run`)."""
+    passages = best_evidence(run, options.reader_k)
+    proposed = run.answer
+    answer = ""
+    if passages:
+        try:
+            resp = counted_chat(
+                run,
+                model,
+                reader_messages(run.question, passages),
+                temperature=0.0,
+                max_tokens=options.answer_max_tokens,
+            )
+            answer = first_line(resp.text)
+            run.counters.reader_calls += 1
+        except LLMError as exc:
+            run.stop_reason = f"{run.stop_reason}; reader failed: {exc}"
+    if not is_insufficient(answer):
+        run.answer, run.answer_source = answer, "reader"
+        run.answer_citations = supporting(run, answer) or [ev.chunk_id for ev in passages[:2]]
+    elif proposed:
+        run.answer, run.answer_source = proposed, "model"
+        run.stop_reason = f"{run.stop_reason}; the reader found no answer, the model's unsupported answer stands"
+    else:
+        run.answer, run.answer_source = answer or "Insufficient information", "reader"
+        run.answer_citations = []
+    run.steps.append(
+        Step(
+            n=run.next_step,
+            kind="forced",
+            assistant=Message(role="assistant", content=run.answer or ""),
+            chunk_ids=[ev.chunk_id for ev in passages],
+        )
+    )

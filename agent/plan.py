@@ -1,0 +1,110 @@
+"""The research plan: the question decomposed into sub-questions (EventRAG's decomposition), each
+with the evidence found for it. The loop follows the plan: every search serves one sub-question, and
+the run stops searching once each sub-question has evidence (or at the step cap).
+
+- `make_plan`: one short structured LLM call (only the sub-questions: EventRAG's full decomposition
+  schema costs a small CPU model ~3x the generated tokens), else EventRAG's rule decomposition
+  (`eventrag.decompose.rule_decompose`); the question itself is the plan when decomposition gives
+  nothing better.
+- `SubQuestion.evidence`: chunk ids of the search results (and reads) tied to it, in rank order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from agent.prompts import PLAN_SCHEMA, PLAN_SYSTEM
+from eventfold.llm.types import ChatResponse, LLMError, Message
+from eventrag.decompose import rule_decompose
+
+PlanMode = Literal["llm", "rules", "off"]
+ChatFn = Callable[..., ChatResponse]  # chat(messages, **kwargs), e.g. a run's counted model call
+MAX_SUB_QUESTIONS = 3
+
+
+class SubQuestion(BaseModel):
+    id: int = Field(ge=1)
+    text: str
+    evidence: list[str] = Field(default_factory=list)  # chunk ids, best first
+    steps: list[int] = Field(default_factory=list)  # steps that served it
+
+    @property
+    def done(self) -> bool:
+        return bool(self.evidence)
+
+
+class Plan(BaseModel):
+    sub_questions: list[SubQuestion] = Field(default_factory=list)
+    by_llm: bool = False
+
+    def get(self, sq_id: int | None) -> SubQuestion | None:
+        return next((s for s in self.sub_questions if s.id == sq_id), None)
+
+    def open(self) -> list[SubQuestion]:
+        return [s for s in self.sub_questions if not s.done]
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.sub_questions) and not self.open()
+
+    def tie(self, sq_id: int | None, step: int, chunk_ids: list[str]) -> SubQuestion | None:
+        """Record `chunk_ids` as evidence of sub-question `sq_id` (default: the first open one)."""
+        sq = self.get(sq_id) if sq_id is not None else None
+        if sq is None:
+            opened = self.open()
+            sq = opened[0] if opened else None
+        if sq is None:
+            return None
+        sq.steps.append(step)
+        sq.evidence += [c for c in chunk_ids if c not in sq.evidence]
+        return sq
+
+
+def _key(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def clean_sub_questions(question: str, candidates: list[str]) -> list[str]:
+    """Distinct, non-empty sub-questions other than the question itself (at most three)."""
+    seen = {_key(question)}
+    out = []
+    for cand in candidates:
+        text = " ".join(cand.split()).strip()
+        if len(text) < 4 or _key(text) in seen:
+            continue
+        seen.add(_key(text))
+        out.append(text)
+    return out[:MAX_SUB_QUESTIONS]
+
+
+def make_plan(question: str, mode: PlanMode, chat: ChatFn | None = None) -> Plan:
+    """The plan of `question`; a single sub-question (the question) when decomposition finds no hops."""
+    if mode == "off":
+        return Plan()
+    by_llm = False
+    candidates = rule_decompose(question).sub_queries
+    if mode == "llm" and chat is not None:
+        llm_subs = llm_sub_questions(chat, question)
+        if llm_subs is not None:
+            candidates, by_llm = llm_subs, True
+    subs = clean_sub_questions(question, candidates)
+    if len(subs) < 2:  # one hop is the question itself: no plan to follow beyond it
+        subs = [question]
+    return Plan(sub_questions=[SubQuestion(id=i, text=t) for i, t in enumerate(subs, 1)], by_llm=by_llm)
+
+
+def llm_sub_questions(chat: ChatFn, question: str) -> list[str] | None:
+    """The model's sub-questions (one JSON-constrained call), None when the call fails."""
+    messages = [Message(role="system", content=PLAN_SYSTEM), Message(role="user", content=question)]
+    try:
+        resp = chat(messages, json_schema=PLAN_SCHEMA, temperature=0.0, max_tokens=120)
+    except LLMError:
+        return None
+    data = resp.parsed
+    if not isinstance(data, dict) or not isinstance(data.get("sub_questions"), list):
+        return None
+    return [str(q) for q in data["sub_questions"] if isinstance(q, str)]

@@ -1,0 +1,83 @@
+"""The reader: a short answer from numbered passages (one LLM call), and the choice of the passages
+the agent hands it when a run ends without a supported `answer` call.
+
+`read_answer` is the reader of eval's retrieve-and-read systems (`eval --mode naive`) too: the agent's
+fallback answers with exactly the pipeline it is compared against, over the evidence it collected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from agent import prompts
+from agent.state import Evidence, RunState
+from eventfold.llm.types import ChatModel, ChatResponse, Message
+
+
+class Passage(Protocol):
+    doc_id: str
+    title: str
+    text: str
+
+
+def reader_messages(question: str, passages: Sequence[Passage]) -> list[Message]:
+    lines = [
+        prompts.PASSAGE_LINE.format(n=i, title=p.title or p.doc_id, text=" ".join(p.text.split()))
+        for i, p in enumerate(passages, 1)
+    ]
+    user = prompts.READER_USER.format(passages="\n".join(lines) or "(none)", question=question)
+    return [Message(role="system", content=prompts.READER_SYSTEM), Message(role="user", content=user)]
+
+
+def first_line(text: str) -> str:
+    return text.strip().splitlines()[0].strip() if text.strip() else ""
+
+
+def read_answer(
+    chat_model: ChatModel, question: str, passages: Sequence[Passage], max_tokens: int
+) -> tuple[str, dict[str, Any]]:
+    """The reader's short answer from `passages`, and its token usage."""
+    resp = chat_model.chat(reader_messages(question, passages), temperature=0.0, max_tokens=max_tokens)
+    return first_line(resp.text), usage_stats(resp)
+
+
+def usage_stats(resp: ChatResponse) -> dict[str, Any]:
+    u = resp.usage
+    out: dict[str, Any] = {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens}
+    if u.evaluated_prompt_tokens is not None:
+        out["evaluated_prompt_tokens"] = u.evaluated_prompt_tokens
+    return out
+
+
+def is_insufficient(answer: str) -> bool:
+    return not answer.strip() or answer.strip().strip(".").lower() == prompts.INSUFFICIENT
+
+
+def best_evidence(run: RunState, k: int) -> list[Evidence]:
+    """The passages for the reader: chunks the model cited or read first, then the sub-questions'
+    search hits taken in turns by rank with the question's own search first (so every hop is
+    represented), then the rest by rank."""
+    pool = list(run.evidence.values())
+    chosen: list[Evidence] = []
+
+    def take(ev: Evidence) -> None:
+        if ev not in chosen and len(chosen) < k:
+            chosen.append(ev)
+
+    for cid in run.answer_citations:
+        if cid in run.evidence:
+            take(run.evidence[cid])
+    for ev in pool:
+        if ev.rank == 0:  # opened with read: the model wanted it
+            take(ev)
+    groups = [sorted((ev for ev in pool if ev.sub_question is None and ev.rank), key=lambda e: (e.step, e.rank))]
+    for sq in run.plan.sub_questions:
+        groups.append([run.evidence[c] for c in sq.evidence if c in run.evidence])
+    for depth in range(max((len(g) for g in groups), default=0)):
+        for group in groups:
+            if depth < len(group):
+                take(group[depth])
+    for ev in sorted(pool, key=lambda e: (e.rank, e.step)):
+        take(ev)
+    return chosen
