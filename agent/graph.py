@@ -98,13 +98,25 @@ class AgentGraph:
 
         run.plan = make_plan(run.question, self.options.plan, chat)
         _emit({"type": "plan", "sub_questions": [s.text for s in run.plan.sub_questions], "by_llm": run.plan.by_llm})
-        call = ToolCall(id="seed_1", name="search", arguments={"query": run.question})
+        subs, auto = run.plan.sub_questions, self.options.auto_search
+        single = [s.text for s in subs] == [run.question]  # no hops beyond the question itself
+        queries: list[tuple[str, int | None]] = [(run.question, 1 if auto and single else None)]
+        if auto and not single:
+            queries += [(sq.text, sq.id) for sq in subs]
+        for query, sq_id in queries:
+            self._seed_search(run, query, sq_id)
+        return run.to_graph()
+
+    def _seed_search(self, run: RunState, query: str, sq_id: int | None) -> None:
+        """An opening search the framework runs (step kind "seed"), tied to sub-question `sq_id`."""
+        call = ToolCall(id=f"seed_{run.next_step}", name="search", arguments={"query": query})
+        if sq_id is not None:
+            call.arguments["sub_question"] = sq_id
         try:
-            out = run_search(self.ctx(run), run.question, tie=False)
+            out = run_search(self.ctx(run), query, sq_id, tie=sq_id is not None)
         except Exception as exc:  # a failing retriever: the model sees the error and may retry
             out = ToolResult(content=f"error: search failed: {type(exc).__name__}: {exc}", error=True)
         self._record(run, Message(role="assistant", content="", tool_calls=[call]), [(call, out)], kind="seed")
-        return run.to_graph()
 
     def guard(self, state: AgentState) -> dict[str, Any]:
         run = RunState.from_graph(state)

@@ -6,10 +6,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from agent.plan import PlanMode
 from eventfold.settings import Settings
 
 ReportMode = Literal["short", "full", "long"]
+PlanMode = Literal["llm", "rules", "off"]  # sub-questions by one LLM call, by rules, or no plan
 
 
 class AgentInputError(ValueError):
@@ -26,9 +26,13 @@ class RunOptions(BaseModel):
     # sub-question has evidence; an answer without evidence handed to the reader (`verify_answer`).
     plan: PlanMode = "off"
     verify_answer: bool = False
+    # the opening searches also run each sub-question as written (a small model only copies them as
+    # queries, at one model call each); the model then acts on what they found
+    auto_search: bool = False
     keep_recent_steps: int = Field(1, ge=0, le=50)  # the budget guard never folds the newest steps
     search_top_k: int = Field(5, ge=1, le=100)
-    result_chars: int = Field(300, ge=50, le=20000)  # per evidence snippet in a search result
+    show_k: int = Field(3, ge=1, le=100)  # results shown to the model per search (all search_top_k are evidence)
+    result_chars: int = Field(220, ge=50, le=20000)  # per evidence snippet in a search result
     read_chars: int = Field(1200, ge=100, le=100000)  # per read result (one chunk)
     max_repeat_queries: int = Field(1, ge=0, le=10)  # identical searches allowed before refusing
     max_refusals: int = Field(3, ge=1, le=50)  # refused repeats/invalid turns in a row -> forced answer
@@ -58,7 +62,8 @@ class RunOptions(BaseModel):
     @classmethod
     def for_research(cls, settings: Settings, **overrides: object) -> RunOptions:
         """`from_settings` with the research scaffold on (plan by the model, verified answers)."""
-        return cls.from_settings(settings, **{"plan": "llm", "verify_answer": True, **overrides})
+        scaffold = {"plan": "llm", "verify_answer": True, "auto_search": True}
+        return cls.from_settings(settings, **{**scaffold, **overrides})
 
     def check_budget(self, floor_tokens: int) -> None:
         """Refuse budgets that cannot hold the fixed prompt, or exceed the model's window."""

@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from agent.options import PlanMode
 from agent.prompts import PLAN_SCHEMA, PLAN_SYSTEM
 from eventfold.llm.types import ChatResponse, LLMError, Message
 from eventrag.decompose import rule_decompose
 
-PlanMode = Literal["llm", "rules", "off"]
 ChatFn = Callable[..., ChatResponse]  # chat(messages, **kwargs), e.g. a run's counted model call
 MAX_SUB_QUESTIONS = 3
 

@@ -38,4 +38,6 @@ def status_line(run: RunState, options: RunOptions, tokens: int) -> str:
     if run.plan.open():
         nxt = run.plan.open()[0]
         lines.append(f"next: search sub-question {nxt.id}, or answer if the evidence suffices")
+    elif run.plan.sub_questions:
+        lines.append("next: every sub-question has evidence: answer citing chunk ids, or search what is missing")
     return "\n".join(lines)

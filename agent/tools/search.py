@@ -39,8 +39,9 @@ def run_search(
     lines = [f"{note}Results for {query!r}{serves} {DATA_NOTE}:"]
     evidence = []
     for i, ch in enumerate(chunks, 1):
-        title = f' "{neutralize(ch.title)}"' if ch.title else ""
-        lines.append(f"[{i}] [c:{ch.chunk_id}]{title}: {neutralize(snippet(ch.text, opts.result_chars))}")
+        if i <= opts.show_k:  # the rest are kept as evidence for the reader, not shown (tokens)
+            title = f' "{neutralize(ch.title)}"' if ch.title else ""
+            lines.append(f"[{i}] [c:{ch.chunk_id}]{title}: {neutralize(snippet(ch.text, opts.result_chars))}")
         evidence.append(
             Evidence(
                 chunk_id=ch.chunk_id,

@@ -1,6 +1,7 @@
 """End to end: `eventfold ask --corpus examples/corpus` with the REAL local 0.5B model and the real
 EventRAG stack (embedded graph store, Milvus Lite, MiniLM embeddings; rule extraction to keep the
-indexing short). Checks that a report with at least one valid citation is produced."""
+indexing short). The run reaches `answer` or the reader fallback with at least one valid citation and
+at most one tool error, and prints the multi-section report and the cost footer."""
 
 from __future__ import annotations
 
@@ -39,25 +40,31 @@ def test_ask_produces_a_cited_report_with_the_real_local_model(tmp_path, monkeyp
         "--extract",
         "rules",
         "--max-steps",
-        "1",
+        "4",
         "--fold-summary",
         "deterministic",
     ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output + repr(result.exception)
     assert "peak" in result.output and "wall time" in result.output and "qwen2.5-coder-0.5b" in result.output
+    assert "evaluated of" in result.output and "generated tokens" in result.output
 
     runs = sorted((tmp_path / "home" / "runs").glob("*/report.md"))
     assert len(runs) == 1
     report = runs[0].read_text()
     traj = json.loads((runs[0].parent / "trajectory.json").read_text())["state"]
-    assert traj["answer"] and traj["steps"]
-    sources = re.findall(r"^\d+\. `c:(\S+)` · doc `([^`]+)` · \*(.*)\*$", report, flags=re.M)
+    assert traj["answer"] and traj["steps"] and traj["answer_source"] in ("model", "reader")
+    assert traj["counters"]["tool_errors"] <= 1, traj["counters"]
+    cited = [c for c in traj["answer_citations"] if c in traj["evidence"]]
+    assert cited, report  # at least one valid citation
+    for section in ("**Answer:**", "## Findings", "## Sources", "## Open questions", "## Run"):
+        assert section in report
+    sources = re.findall(r"^- `\[c:(\S+)\]` \*(.*)\* · doc `([^`]+)`", report, flags=re.M)
     assert sources, report
-    assert re.search(r"\*\*Answer:\*\* .+\[1\]", report)
+    assert re.search(r"\*\*Answer:\*\* .+\[c:" + re.escape(cited[0]) + r"\]", report)
     settings = Settings(index="corpus")
     with open_stack(settings, extract="rules") as stack:
-        for chunk_id, doc_id, title in sources:
+        for chunk_id, title, doc_id in sources:
             chunk = stack.retriever.get_chunk(chunk_id)
             assert chunk is not None and chunk.doc_id == doc_id and (chunk.title or "(untitled)") == title
     # token accounting: the recorded final context is what the model's own tokenizer counts for it

@@ -133,3 +133,19 @@ def test_fold_keeps_no_copies_and_unfold_is_byte_exact(backend):
     assert [m.content for m in g.render(before)] != [m.content for m in unfolded]
     fresh = RunState(question=Q, steps=run.steps[:2], plan=run.plan, evidence=run.evidence)
     assert [m.model_dump() for m in g.render(fresh)] == [m.model_dump() for m in unfolded][: len(g.render(fresh))]
+
+
+def test_research_options_search_every_sub_question_first_then_the_model_acts_once(backend):
+    from agent.options import RunOptions as Opts
+    from eventfold.settings import Settings
+
+    opts = Opts.for_research(Settings())
+    assert (opts.plan, opts.verify_answer, opts.auto_search) == ("llm", True, True)
+    model = ScriptedChatModel([("answer", {"answer": "Warsaw", "citations": ["d1#0"]})], json_replies=[PLAN])
+    res = run_agent(Q, AgentDeps(model, backend), opts)
+    run = res.run
+    assert [s.kind for s in run.steps] == ["seed", "seed", "seed", "action"]
+    assert [sq.steps for sq in run.plan.sub_questions] == [[2], [3]] and run.plan.complete
+    assert run.status == "answered" and run.answer_source == "model" and run.counters.llm_calls == 2
+    status = [c for c in model.calls if c["tools"]][0]["messages"][-1].content
+    assert "next: every sub-question has evidence" in status
