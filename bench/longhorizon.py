@@ -134,6 +134,32 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     )
 
 
+class Gauge:
+    """The agent's stream events as the bar's description: step, context tokens, folds, unfolds."""
+
+    def __init__(self, bar: Progress, job: Any, label: str, max_steps: int):
+        self.bar, self.job, self.label, self.max_steps = bar, job, label, max_steps
+        self.step, self.tokens, self.folds, self.unfolds = 0, 0, 0, 0
+        self.show()
+
+    def show(self) -> None:
+        self.bar.update(
+            self.job,
+            description=f"{self.label} step {self.step}/{self.max_steps} ctx {self.tokens} "
+            f"folds {self.folds} unfolds {self.unfolds}",
+        )
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "context":
+            self.step, self.tokens = int(event.get("step", 0)), int(event.get("tokens", 0))
+        elif kind in ("fold", "guard_fold"):
+            self.folds += 1
+        elif kind == "unfold":
+            self.unfolds += 1
+        self.show()
+
+
 def run_all(
     args: argparse.Namespace,
     tasks: list[CompositeTask],
@@ -154,8 +180,8 @@ def run_all(
     with path.open("a") as fh, Progress(*columns, console=console) as bar:
         job = bar.add_task("runs", total=len(todo))
         for task, system in todo:
-            bar.update(job, description=f"{task.task_id} {system}")
-            result = run_agent(task.request, deps, options[system])
+            gauge = Gauge(bar, job, f"{task.task_id} {system}", args.max_steps)
+            result = run_agent(task.request, deps, options[system], on_event=gauge)
             row = run_row(task, system, result, window=args.window, lookup=deps.backend.get_chunk)
             meta = {
                 "model": result.model,
