@@ -60,8 +60,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--max-steps", type=int, default=30)
     ap.add_argument("--window", type=int, default=8192, help="the model's context window (tokens)")
     ap.add_argument("--budget", type=int, default=3000, help="context budget of the fold agent (tokens)")
-    ap.add_argument("--top-k", type=int, default=3)
-    ap.add_argument("--result-chars", type=int, default=400)
+    ap.add_argument("--top-k", type=int, default=None, help="chunks per search (default: settings)")
+    ap.add_argument("--result-chars", type=int, default=None, help="per snippet (default: the agent's)")
     ap.add_argument("--report-max-tokens", type=int, default=1024)
     ap.add_argument("--fold-summary", choices=["llm", "deterministic"], default="llm")
     ap.add_argument("--mode", default=None, help="retrieval mode (default: the stack's)")
@@ -88,13 +88,6 @@ def make_settings(args: argparse.Namespace) -> Settings:
     return Settings(**{**settings.model_dump(), "llm": llm})
 
 
-def run_options(settings: Settings, **values: Any) -> RunOptions:
-    # RunOptions.from_settings on this main; a later main nests the run config in Settings.run
-    if hasattr(RunOptions, "from_settings"):
-        return RunOptions.from_settings(settings, **values)
-    return settings.run.model_copy(update=values)  # type: ignore[attr-defined]
-
-
 def system_options(args: argparse.Namespace, settings: Settings) -> dict[str, RunOptions]:
     common = {
         "max_steps": args.max_steps,
@@ -106,9 +99,11 @@ def system_options(args: argparse.Namespace, settings: Settings) -> dict[str, Ru
         "context_window": args.window,
         "context_budget": args.budget,  # ReAct has no guard: the budget never changes what it sees
     }
+    # the research scaffold of `ask` and `eval` (plan of sub-questions, opening searches, verified
+    # answers, reader fallback) for both systems: only fold/unfold differs
     return {
-        "fold": run_options(settings, fold=True, **common),
-        "react": run_options(settings, fold=False, **common),
+        "fold": RunOptions.for_research(settings, fold=True, **common),
+        "react": RunOptions.for_research(settings, fold=False, **common),
     }
 
 
@@ -119,12 +114,20 @@ def corpus(dataset: QADataset, tasks: list[CompositeTask], scope: str, distracto
     return dataset.corpus_for([ex for ex in dataset.examples if ex.qid in qids], extra=distractors)
 
 
-def table_title(args: argparse.Namespace, model: str, n_passages: int | str) -> str:
+def table_title(
+    args: argparse.Namespace, model: str, n_passages: int | str, options: RunOptions | None
+) -> str:
     load = "/".join(f"{x:.1f}" for x in os.getloadavg())
+    detail = (
+        f"top-k {options.search_top_k} · snippet {options.result_chars} chars · plan {options.plan} · "
+        f"report {options.report_mode} · fold summary {options.fold_summary}"
+        if options is not None
+        else "options as in the runs' trajectory.json"
+    )
     return (
         f"Long-horizon benchmark · {args.dataset} · k {', '.join(map(str, args.k))} · seed {args.seed} · "
         f"model {model} · max_steps {args.max_steps} · window {args.window} · fold budget {args.budget} · "
-        f"top-k {args.top_k} · corpus {n_passages} passages · load average (1/5/15 min) at table time {load}"
+        f"{detail} · corpus {n_passages} passages · load average (1/5/15 min) at table time {load}"
     )
 
 
@@ -208,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     model_name = Path(args.model).stem if args.model else settings.llm.model
     if args.table_only:
-        text = render_table(read_rows(out / "longhorizon.jsonl"), table_title(args, model_name, "?"))
+        text = render_table(read_rows(out / "longhorizon.jsonl"), table_title(args, model_name, "?", None))
         (out / "longhorizon.md").write_text(text)
         print(text)
         return 0
@@ -226,10 +229,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         deps = AgentDeps(model=chat, backend=ModeBackend(stack.retriever, args.mode))
-        rows = run_all(args, tasks, deps, system_options(args, settings), out)
+        options = system_options(args, settings)
+        rows = run_all(args, tasks, deps, options, out)
     finally:
         stack.close()
-    text = render_table(rows, table_title(args, chat.name, len(passages)))
+    text = render_table(rows, table_title(args, chat.name, len(passages), options["fold"]))
     (out / "longhorizon.md").write_text(text)
     print(text)
     return 0

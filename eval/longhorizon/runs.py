@@ -86,6 +86,7 @@ def run_row(
         "tool_errors": c.tool_errors,
         "plan_size": len(plan.sub_questions) if plan is not None else None,
         "answer_source": getattr(run, "answer_source", None),
+        "reader_calls": getattr(c, "reader_calls", None),
         "wall_s": result.wall_s,
         "subs": [
             {"n": s.n, "answer": s.answer, "em": s.em, "f1": s.f1, "cited": s.cited_docs} for s in score.subs
