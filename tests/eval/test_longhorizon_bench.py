@@ -1,0 +1,124 @@
+"""bench/longhorizon.py end to end on a scripted model (unit test only; the real-model run is the
+benchmark itself): both systems run each task through agent.runner, rows are scored, saved and
+resumed, and the table pairs them."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+from eval_scripted import ScriptedChat
+
+from agent.graph import AgentDeps
+from agent.options import RunOptions
+from eval.longhorizon.tasks import CompositeTask, SubQuestion, render_request
+from eventfold.llm.types import Message
+from eventrag.schema import Chunk, RetrievalResult, RetrievedChunk
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = {
+    "d1": ("Quillon Press", "Quillon Press was founded by Harriet Vance in 1902."),
+    "d2": ("Velora Bridge", "The Velora Bridge crosses the river in Marnis."),
+    "d3": ("Marnis", "Marnis is a port town."),
+}
+
+
+class Backend:
+    """Word-overlap retrieval over DOCS, one chunk per document (chunk id = doc id + '#0')."""
+
+    def __init__(self) -> None:
+        self.chunks = [Chunk(chunk_id=f"{d}#0", doc_id=d, title=t, text=x) for d, (t, x) in DOCS.items()]
+
+    def retrieve(self, query: str, *, mode=None, top_k: int = 5) -> RetrievalResult:
+        words = set(re.findall(r"\w+", query.lower()))
+        scored = sorted(self.chunks, key=lambda c: -len(words & set(re.findall(r"\w+", c.text.lower()))))
+        hits = [
+            RetrievedChunk(chunk_id=c.chunk_id, doc_id=c.doc_id, title=c.title, text=c.text, score=1.0)
+            for c in scored[:top_k]
+        ]
+        return RetrievalResult(query=query, mode="naive", chunks=hits)
+
+    def get_chunk(self, chunk_id: str) -> Chunk | None:
+        return next((c for c in self.chunks if c.chunk_id == chunk_id), None)
+
+    def get_document_chunks(self, doc_id: str) -> list[Chunk]:
+        return [c for c in self.chunks if c.doc_id == doc_id]
+
+
+BRIEFING = """## 1. Who founded Quillon Press?
+Answer: Harriet Vance [c:d1#0]
+
+## 2. In which town is the Velora Bridge?
+Answer: Marnis [c:d2#0] [c:d3#0]
+"""
+
+
+def script(messages: list[Message], json_schema: dict | None):
+    if json_schema is not None:  # the plan, or a fold summary: the scaffold copes with either failing
+        return {"sub_questions": ["Who founded Quillon Press?", "Where is the Velora Bridge?"]}
+    if messages[0].content.startswith("You write"):  # the long report writer
+        return BRIEFING
+    return "Harriet Vance"  # the reader
+
+
+def turns(messages: list[Message]) -> tuple[str, dict]:
+    shown = [cid for m in messages if m.role == "tool" for cid in re.findall(r"\[c:([^\]]+)\]", m.content)]
+    if not shown:
+        return "search", {"query": "Quillon Press founded Velora Bridge"}
+    return "answer", {"answer": "Harriet Vance", "citations": shown}
+
+
+def load_bench():
+    spec = importlib.util.spec_from_file_location("bench_longhorizon", ROOT / "bench" / "longhorizon.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_runs_both_systems_scores_saves_and_resumes(tmp_path):
+    bench = load_bench()
+    subs = [
+        SubQuestion(n=1, qid="a", question="Who founded Quillon Press?", answers=["Harriet Vance"], gold_passage_ids=["d1"]),
+        SubQuestion(n=2, qid="b", question="In which town is the Velora Bridge?", answers=["Marnis"], gold_passage_ids=["d2"]),
+    ]  # fmt: skip
+    task = CompositeTask(
+        task_id="toy-k2-s0-01", dataset="toy", k=2, seed=0, request=render_request([s.question for s in subs]),
+        sub_questions=subs,
+    )  # fmt: skip
+    chat = ScriptedChat(script, parse=True, name="scripted", tool_script=turns)
+    deps = AgentDeps(model=chat, backend=Backend())
+    common = {
+        "max_steps": 6,
+        "report_mode": "long",
+        "plan": "llm",
+        "context_window": 4096,
+        "context_budget": 2048,
+    }
+    options = {"fold": RunOptions(fold=True, **common), "react": RunOptions(fold=False, **common)}
+    args = argparse.Namespace(max_steps=6, window=4096)
+
+    rows = bench.run_all(args, [task], deps, options, tmp_path)
+    assert [(r["task_id"], r["system"]) for r in rows] == [
+        ("toy-k2-s0-01", "fold"),
+        ("toy-k2-s0-01", "react"),
+    ]
+    for row in rows:
+        assert row["em"] == 1.0 and row["found"] == 1.0 and not row["overflowed"]
+        assert row["citation_precision"] == 0.75  # 1/1 for the first section, 1/2 for the second
+        assert row["peak_ctx"] > 0 and row["wall_s"] > 0
+        run_dir = tmp_path / "runs" / row["system"] / task.task_id
+        assert "Answer: Marnis" in (run_dir / "report.md").read_text()
+        assert json.loads((run_dir / "trajectory.json").read_text())["meta"]["task"] == task.task_id
+    calls = len(chat.calls)
+    again = bench.run_all(args, [task], deps, options, tmp_path)  # a rerun skips what is done
+    assert len(chat.calls) == calls and len(again) == 2
+    assert len((tmp_path / "longhorizon.jsonl").read_text().splitlines()) == 2
+    table = bench.render_table(again, "t")
+    assert (
+        "| 2 | fold/unfold | 1 | 1.000 | 1.000 |" in table
+        and "| 2 | ReAct (--no-fold) | 1 | 1.000 |" in table
+    )
