@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import typer
 
-from eventfold.cli import ask as ask_cli
-from eventfold.cli import eval as eval_cli
-from eventfold.cli import index as index_cli
-from eventfold.cli import model as model_cli
-from eventfold.cli import train as train_cli
-from eventfold.cli.common import setup_logging
+from cli import ask as ask_cli
+from cli import eval as eval_cli
+from cli import index as index_cli
+from cli import model as model_cli
+from cli import train as train_cli
+from cli.common import setup_logging
 
 app = typer.Typer(
     name="eventfold",

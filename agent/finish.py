@@ -10,11 +10,11 @@
 from __future__ import annotations
 
 from agent.llm import ChatModel, LLMError, Message
-from agent.options import RunOptions
 from agent.reader import best_evidence, first_line, is_insufficient, reader_messages
 from agent.state import RunState, Step
 from agent.tools.answer import supporting
 from agent.tools.context import counted_chat
+from eventfold.run_options import RunOptions
 
 
 def reader_answer(run: RunState, model: ChatModel, options: RunOptions) -> None:

@@ -30,7 +30,6 @@ from agent import prompts
 from agent.finish import reader_answer
 from agent.llm import ChatModel, LLMError, Message, ToolCall, ToolSpec
 from agent.memory import Step, render_context
-from agent.options import RunOptions
 from agent.plan import make_plan
 from agent.report import build_report
 from agent.state import AgentState, RunState
@@ -40,6 +39,7 @@ from agent.tools.context import counted_chat
 from agent.tools.fold import apply_fold
 from agent.tools.repair import normalize_call, parse_text_call
 from agent.tools.search import run_search
+from eventfold.run_options import RunOptions
 from eventrag.schema import SearchBackend
 
 

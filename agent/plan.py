@@ -4,7 +4,7 @@ the run stops searching once each sub-question has evidence (or at the step cap)
 
 - `make_plan`: one short structured LLM call (only the sub-questions: EventRAG's full decomposition
   schema costs a small CPU model ~3x the generated tokens), else EventRAG's rule decomposition
-  (`eventrag.decompose.rule_decompose`); the question itself is the plan when decomposition gives
+  (`eventrag.query.decompose.rule_decompose`); the question itself is the plan when decomposition gives
   nothing better.
 - `SubQuestion.evidence`: chunk ids of the search results (and reads) tied to it, in rank order.
 """
@@ -16,10 +16,10 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, Field
 
-from agent.options import PlanMode
 from agent.prompts import PLAN_SCHEMA, PLAN_SYSTEM
 from eventfold.llm.types import ChatResponse, LLMError, Message
-from eventrag.decompose import rule_decompose
+from eventfold.run_options import PlanMode
+from eventrag.query.decompose import rule_decompose
 
 ChatFn = Callable[..., ChatResponse]  # chat(messages, **kwargs), e.g. a run's counted model call
 MAX_SUB_QUESTIONS = 3

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from agent import prompts
 from agent.llm import ChatModel, LLMError, Message
-from agent.options import RunOptions
 from agent.report import select_citations
 from agent.state import RunState
 from agent.tools.context import counted_chat, neutralize
 from agent.tools.search import snippet
+from eventfold.run_options import RunOptions
 
 
 def write_long_report(run: RunState, model: ChatModel, options: RunOptions) -> str | None:

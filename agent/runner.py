@@ -21,8 +21,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from agent.graph import AgentDeps, AgentGraph, build_graph
-from agent.options import AgentInputError, RunOptions
 from agent.state import RunState
+from eventfold.run_options import AgentInputError, RunOptions
 
 EventSink = Callable[[dict[str, Any]], None]
 

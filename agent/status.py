@@ -6,9 +6,9 @@ names the tools accept) and the queries already run."""
 from __future__ import annotations
 
 from agent import prompts
-from agent.options import RunOptions
 from agent.state import RunState
 from agent.tools.fold import describe_targets
+from eventfold.run_options import RunOptions
 
 
 def plan_lines(run: RunState) -> list[str]:

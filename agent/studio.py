@@ -13,8 +13,8 @@ from typing import Any
 
 def make_graph(config: Any = None) -> Any:
     from agent.graph import AgentDeps, build_graph
-    from agent.options import RunOptions
     from eventfold.llm.factory import make_chat_model
+    from eventfold.run_options import RunOptions
     from eventfold.settings import Settings
     from eventrag.stack import open_stack
 

@@ -28,13 +28,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agent.graph import AgentDeps  # noqa: E402
-from agent.options import RunOptions  # noqa: E402
 from agent.runner import run_agent  # noqa: E402
 from agent.search_backend import ModeBackend  # noqa: E402
 from eval.multihop.corpus_index import open_indexed_stack, select_passages  # noqa: E402
 from eval.multihop.loaders import resolve_dataset  # noqa: E402
 from eval.multihop.metrics import exact_match, f1_score  # noqa: E402
 from eventfold.llm.factory import make_chat_model  # noqa: E402
+from eventfold.run_options import RunOptions  # noqa: E402
 from eventfold.settings import Settings  # noqa: E402
 
 SYSTEMS = {"fold": True, "react": False}

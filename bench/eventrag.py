@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eventfold.settings import Settings  # noqa: E402
-from eventrag.lexical import LexicalIndex  # noqa: E402
+from eventrag.query.lexical import LexicalIndex  # noqa: E402
 from eventrag.schema import Document  # noqa: E402
 
 # The shared benchmark data lives beside the clone (never in it); EVENTFOLD_SHARED_DATA overrides.

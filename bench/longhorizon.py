@@ -29,10 +29,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rich.console import Console  # noqa: E402
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn  # noqa: E402
+from rich.progress import (  # noqa: E402
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+)
 
 from agent.graph import AgentDeps  # noqa: E402
-from agent.options import RunOptions  # noqa: E402
 from agent.runner import run_agent, save_run  # noqa: E402
 from agent.search_backend import ModeBackend  # noqa: E402
 from eval.longhorizon.runs import run_row  # noqa: E402
@@ -42,6 +47,7 @@ from eval.multihop.corpus_index import open_indexed_stack  # noqa: E402
 from eval.multihop.loaders import resolve_dataset  # noqa: E402
 from eval.multihop.schema import Passage, QADataset  # noqa: E402
 from eventfold.llm.factory import make_chat_model  # noqa: E402
+from eventfold.run_options import RunOptions  # noqa: E402
 from eventfold.settings import Settings  # noqa: E402
 
 console = Console(stderr=True)

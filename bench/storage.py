@@ -146,7 +146,7 @@ def _milvus_rows(
 
 
 def bench_vectors(args: argparse.Namespace, workdir: Path) -> list[dict[str, float | str]]:
-    from eventrag.storage.milvus import MilvusVectorStore
+    from eventrag.storage.vector_milvus import MilvusVectorStore
 
     data = make_vectors(args.vectors, args.dim, args.uniform)
     rng = np.random.default_rng(5)
@@ -217,13 +217,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="eventfold-bench-") as tmp:
         work = Path(tmp)
         if not args.skip_graph:
-            from eventrag.storage.embedded import SqliteGraphStore
+            from eventrag.storage.graph_sqlite import SqliteGraphStore
 
             graphs: dict[str, dict[str, float]] = {}
             with SqliteGraphStore(work / "graph.sqlite", namespace="bench") as store:
                 graphs["embedded (SQLite)"] = bench_graph(store, args, 10_000, 50_000)
             if args.neo4j_uri and not args.skip_neo4j:
-                from eventrag.storage.neo4j import Neo4jGraphStore
+                from eventrag.storage.graph_neo4j import Neo4jGraphStore
 
                 with Neo4jGraphStore(args.neo4j_uri, namespace=f"bench{os.getpid()}") as store:
                     try:

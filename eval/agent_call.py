@@ -78,8 +78,8 @@ def run_eventfold_agent(
     """Run the eventfold agent once: answer, report, cited chunk ids, the evidence it gathered (cited
     first, as `RetrievedChunk`s in the order found) and its counters (folds, peak context, tokens…)."""
     from agent.graph import AgentDeps
-    from agent.options import RunOptions
     from agent.runner import run_agent
+    from eventfold.run_options import RunOptions
 
     options = RunOptions.for_research(settings, fold=fold, report_mode=report_mode)
     result = run_agent(question, AgentDeps(model=chat_model, backend=backend), options, runs_dir=runs_dir)

@@ -1,3 +1,3 @@
-"""eventfold core: settings, the LLM client, packaged models and the CLI wiring shared by all packages."""
+"""eventfold core: settings, the run config, the LLM client and packaged models; imports nothing above it."""
 
 __version__ = "0.1.0"

@@ -14,14 +14,14 @@ from typing import Any, Literal
 
 from eventfold.llm.types import ChatModel
 from eventfold.settings import Settings
-from eventrag.chunking import ChunkingConfig
-from eventrag.extract import Extractor, LLMExtractor
-from eventrag.fusion import TextEmbedder
-from eventrag.index import Indexer
-from eventrag.lexical import LexicalCache
-from eventrag.ranking import RetrievalConfig
-from eventrag.retrieve import Retriever
-from eventrag.rules_extract import RuleExtractor
+from eventrag.index.chunking import ChunkingConfig
+from eventrag.index.extract import Extractor, LLMExtractor
+from eventrag.index.fusion import TextEmbedder
+from eventrag.index.indexer import Indexer
+from eventrag.index.rules_extract import RuleExtractor
+from eventrag.query.lexical import LexicalCache
+from eventrag.query.ranking import RetrievalConfig
+from eventrag.query.retrieve import Retriever
 from eventrag.storage.base import GraphStore, VectorStore
 from eventrag.storage.factory import collection_name, open_graph_store, open_vector_store
 

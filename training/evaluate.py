@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent.options import RunOptions
 from agent.state import RunState
+from eventfold.run_options import RunOptions
 from training.rl.rewards import EpisodeOutcome, RewardConfig, episode_reward
 from training.sft.data import TrainingQuestion, agent_run_fn
 

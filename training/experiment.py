@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     timings: dict[str, float] = {}
 
     from agent import prompts
-    from agent.options import RunOptions
+    from eventfold.run_options import RunOptions
     from training.sft.data import agent_run_fn, generate_trajectories, write_dataset
 
     sft_qs, ds = load_questions(QuestionsSection(path=a.questions, offset=0, limit=a.sft_n))

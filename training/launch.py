@@ -59,7 +59,7 @@ def _settings() -> Any:
 
 def build_sft_data(cfg: SFTRunConfig) -> Any:
     """Run the teacher agent on the configured questions and write the dataset to ``cfg.data_dir``."""
-    from agent.options import RunOptions
+    from eventfold.run_options import RunOptions
     from training.corpus import corpus_settings, load_questions, open_backend
     from training.sft.data import agent_run_fn, generate_trajectories, write_dataset
 

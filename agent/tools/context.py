@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.llm import ChatModel, ChatResponse, Message
-from agent.options import RunOptions
 from agent.state import RunState
+from eventfold.run_options import RunOptions
 from eventrag.schema import SearchBackend
 
 Emit = Callable[[dict[str, Any]], None]

@@ -1,6 +1,6 @@
 """The storage contract: graph and vector stores behind two small, synchronous protocols.
 
-Every backend (``embedded.SqliteGraphStore``, ``neo4j.Neo4jGraphStore``, ``milvus.MilvusVectorStore``)
+Every backend (``graph_sqlite.SqliteGraphStore``, ``graph_neo4j.Neo4jGraphStore``, ``vector_milvus.MilvusVectorStore``)
 implements exactly these methods with exactly these semantics; the rest of the code only imports
 this module and ``eventrag.storage.factory``.
 

@@ -15,7 +15,7 @@ def open_graph_store(settings: Settings, namespace: str | None = None) -> GraphS
     ``"neo4j"``: the server at ``graph.uri``. ``namespace`` defaults to ``graph.namespace``."""
     ns = namespace or settings.graph.namespace
     if settings.graph.backend == "neo4j":
-        from eventrag.storage.neo4j import Neo4jGraphStore
+        from eventrag.storage.graph_neo4j import Neo4jGraphStore
 
         password = settings.graph.password.get_secret_value() if settings.graph.password else None
         return Neo4jGraphStore(
@@ -25,14 +25,14 @@ def open_graph_store(settings: Settings, namespace: str | None = None) -> GraphS
             password=password,
             database=settings.graph.database,
         )
-    from eventrag.storage.embedded import SqliteGraphStore
+    from eventrag.storage.graph_sqlite import SqliteGraphStore
 
     return SqliteGraphStore(settings.graph_path(), namespace=ns)
 
 
 def open_vector_store(settings: Settings) -> VectorStore:
     """Milvus Lite for a local path (default ``settings.vector_uri()``), a Milvus server for http(s)://."""
-    from eventrag.storage.milvus import MilvusVectorStore
+    from eventrag.storage.vector_milvus import MilvusVectorStore
 
     token = settings.vector.token.get_secret_value() if settings.vector.token else None
     return MilvusVectorStore(settings.vector_uri(), token=token)

@@ -33,7 +33,7 @@ def test_ask_reports_a_missing_model_clearly(tmp_path, monkeypatch):
 
 
 def test_index_name_follows_the_corpus_dir(tmp_path):
-    from eventfold.cli.ask import index_name_for
+    from cli.ask import index_name_for
 
     d = tmp_path / "my corpus!"
     d.mkdir()

@@ -69,9 +69,9 @@ def test_ask_produces_a_cited_report_with_the_real_local_model(tmp_path, monkeyp
             assert chunk is not None and chunk.doc_id == doc_id and (chunk.title or "(untitled)") == title
     # token accounting: the recorded final context is what the model's own tokenizer counts for it
     from agent.graph import AgentDeps, AgentGraph
-    from agent.options import RunOptions
     from agent.state import RunState
     from eventfold.llm.local_backend import LlamaCppChatModel
+    from eventfold.run_options import RunOptions
 
     run = RunState.model_validate(traj)
     model = LlamaCppChatModel(MODEL, n_ctx=2048)

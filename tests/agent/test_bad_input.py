@@ -6,10 +6,10 @@ import pytest
 from agent_doubles import MemoryBackend, ScriptedChatModel
 
 from agent.graph import AgentDeps
-from agent.options import AgentInputError, RunOptions
 from agent.report import report_sources
 from agent.runner import run_agent
 from agent.tools.registry import Tool, ToolRegistry
+from eventfold.run_options import AgentInputError, RunOptions
 from eventfold.settings import Settings
 
 Q = "Where was Marie Curie born?"

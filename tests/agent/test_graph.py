@@ -8,8 +8,8 @@ import json
 from agent_doubles import ScriptedChatModel, count_text, prompt_text
 
 from agent.graph import AgentDeps, build_graph
-from agent.options import RunOptions
 from agent.runner import resume_run, run_agent
+from eventfold.run_options import RunOptions
 
 Q = "Where was Marie Curie born?"
 

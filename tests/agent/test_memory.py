@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 from agent.llm import Message, ToolCall
 from agent.memory import FoldError, FoldOverlapError, Memory, Step, render_context, rendered_text
-from agent.options import RunOptions
 from agent.state import Evidence, RunState
 from agent.tools.context import ToolContext
 from agent.tools.fold import apply_fold
+from eventfold.run_options import RunOptions
 
 
 def make_run(n: int, words: list[str] | None = None) -> RunState:

@@ -8,10 +8,10 @@ from __future__ import annotations
 from agent_doubles import ScriptedChatModel
 
 from agent.graph import AgentDeps, AgentGraph
-from agent.options import RunOptions
 from agent.runner import run_agent
 from agent.state import RunState
 from eventfold.llm.prompts import tools_instruction
+from eventfold.run_options import RunOptions
 
 Q = "Where was Marie Curie born?"
 PLAN = {"sub_questions": ["Marie Curie birth place", "Warsaw country"]}
@@ -136,7 +136,7 @@ def test_fold_keeps_no_copies_and_unfold_is_byte_exact(backend):
 
 
 def test_research_options_search_every_sub_question_first_then_the_model_acts_once(backend):
-    from agent.options import RunOptions as Opts
+    from eventfold.run_options import RunOptions as Opts
     from eventfold.settings import Settings
 
     opts = Opts.for_research(Settings())

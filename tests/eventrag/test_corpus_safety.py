@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conftest import BACKENDS, stack_settings
 
-from eventrag.rules_extract import RuleExtractor
+from eventrag.index.rules_extract import RuleExtractor
 from eventrag.schema import Document
 
 MODES = ("naive", "graph", "event", "agentic")
@@ -141,7 +141,7 @@ def test_over_long_ids_nul_bytes_and_links_out_of_the_corpus(make_stack: Any, tm
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_failed_extraction_stays_pending_and_is_retried(make_stack: Any, backend: str) -> None:
     from eventfold.llm.openai_backend import OpenAIChatModel
-    from eventrag.extract import LLMExtractor
+    from eventrag.index.extract import LLMExtractor
 
     st = make_stack(backend, extract="rules")
     dead = OpenAIChatModel(f"http://127.0.0.1:{_dead_port()}/v1", "m", max_retries=0, timeout_s=2)

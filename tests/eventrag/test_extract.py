@@ -8,10 +8,10 @@ import numpy as np
 from eventrag_fakes import ScriptedChatModel
 
 from eventfold.llm.types import LLMError
-from eventrag.extract import LLMExtractor, entity_key, to_extraction
-from eventrag.fusion import EntityFuser, name_compatible
+from eventrag.index.extract import LLMExtractor, entity_key, to_extraction
+from eventrag.index.fusion import EntityFuser, name_compatible
+from eventrag.index.rules_extract import RuleExtractor
 from eventrag.prompts import DATA_CLOSE, DATA_OPEN, extraction_schema
-from eventrag.rules_extract import RuleExtractor
 from eventrag.schema import Chunk, Entity
 
 CHUNK = Chunk(chunk_id="c1", doc_id="d1", title="Storm", text="On 10 January 2020 a storm flooded the station.")

@@ -66,7 +66,7 @@ def test_ask_on_an_index_locked_by_another_process_is_a_message(env: Path, monke
     db = env / "indexes" / "i17-locked" / "milvus.db"
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys
-        from eventrag.storage.milvus import MilvusVectorStore
+        from eventrag.storage.vector_milvus import MilvusVectorStore
         store = MilvusVectorStore({str(db)!r})
         print("ready", flush=True)
         sys.stdin.read()

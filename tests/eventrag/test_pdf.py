@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from eventrag.documents import UnsupportedDocument, load_file
+from eventrag.index.documents import UnsupportedDocument, load_file
 
 
 def write_pdf(path: Path, text: str) -> Path:

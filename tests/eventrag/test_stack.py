@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from conftest import BACKENDS, TINY
 
-from eventrag.rules_extract import RuleExtractor
+from eventrag.index.rules_extract import RuleExtractor
 from eventrag.schema import Document, SearchBackend
 
 

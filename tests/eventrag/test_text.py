@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from eventrag.chunking import ChunkingConfig, chunk_document, count_tokens, split_sentences
 from eventrag.dates import days_between, find_dates, normalise_time, overlaps
-from eventrag.documents import (
+from eventrag.index.chunking import ChunkingConfig, chunk_document, count_tokens, split_sentences
+from eventrag.index.documents import (
     BinaryDocument,
     DocumentTooLarge,
     EmptyDocument,

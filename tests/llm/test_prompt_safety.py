@@ -72,7 +72,7 @@ def test_injected_control_tokens_are_plain_text_to_the_real_tokenizer(tokenizer)
 
 def test_openai_wire_messages_are_neutralised(fake_openai) -> None:  # type: ignore[no-untyped-def]
     from eventfold.llm.openai_backend import OpenAIChatModel
-    from eventrag.extract import LLMExtractor
+    from eventrag.index.extract import LLMExtractor
     from eventrag.schema import Chunk
 
     fake_openai.script = [fake_openai.completion("hi"), fake_openai.completion('{"events": [], "entities": [], '

@@ -36,11 +36,11 @@ def open_graph(
     def factory(namespace: str | None = None) -> GraphStore:
         ns = namespace or default_ns
         if graph_backend == "neo4j":
-            from eventrag.storage.neo4j import Neo4jGraphStore
+            from eventrag.storage.graph_neo4j import Neo4jGraphStore
 
             store: GraphStore = Neo4jGraphStore(uri, namespace=ns)
         else:
-            from eventrag.storage.embedded import SqliteGraphStore
+            from eventrag.storage.graph_sqlite import SqliteGraphStore
 
             store = SqliteGraphStore(tmp_path / "graph.sqlite", namespace=ns)
         opened.append(store)
@@ -63,7 +63,7 @@ def graph(open_graph: Callable[..., GraphStore]) -> GraphStore:
 @pytest.fixture(scope="session")
 def milvus_lite(tmp_path_factory: pytest.TempPathFactory):
     """One Milvus Lite store per session (opening one costs seconds); tests use fresh collections."""
-    from eventrag.storage.milvus import MilvusVectorStore
+    from eventrag.storage.vector_milvus import MilvusVectorStore
 
     store = MilvusVectorStore(tmp_path_factory.mktemp("milvus") / "vectors.db")
     yield store

@@ -21,10 +21,10 @@ WRITER = textwrap.dedent(
     from eventrag.storage.base import Edge, Node
     backend, target, ns, batches, size = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
     if backend == "neo4j":
-        from eventrag.storage.neo4j import Neo4jGraphStore
+        from eventrag.storage.graph_neo4j import Neo4jGraphStore
         store = Neo4jGraphStore(target, namespace=ns)
     else:
-        from eventrag.storage.embedded import SqliteGraphStore
+        from eventrag.storage.graph_sqlite import SqliteGraphStore
         store = SqliteGraphStore(target, namespace=ns)
     for b in range(batches):
         ids = [f"n{b}_{i}" for i in range(size)]
@@ -59,12 +59,12 @@ def test_killed_writer_leaves_whole_batches_and_rerun_completes(
 ) -> None:
     ns = "crash" + uuid.uuid4().hex[:10]
     if graph_backend == "neo4j":
-        from eventrag.storage.neo4j import Neo4jGraphStore
+        from eventrag.storage.graph_neo4j import Neo4jGraphStore
 
         target = request.getfixturevalue("neo4j_uri")
         open_store = lambda: Neo4jGraphStore(target, namespace=ns)  # noqa: E731
     else:
-        from eventrag.storage.embedded import SqliteGraphStore
+        from eventrag.storage.graph_sqlite import SqliteGraphStore
 
         target = str(tmp_path / "crash.sqlite")
         open_store = lambda: SqliteGraphStore(target, namespace=ns)  # noqa: E731
@@ -96,7 +96,7 @@ VEC_WRITER = textwrap.dedent(
     """
     import sys
     import numpy as np
-    from eventrag.storage.milvus import MilvusVectorStore
+    from eventrag.storage.vector_milvus import MilvusVectorStore
     path, batches, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     store = MilvusVectorStore(path)
     store.create_collection("crash", dim=8)
@@ -113,7 +113,7 @@ VEC_WRITER = textwrap.dedent(
 
 
 def test_killed_milvus_lite_writer_recovers(tmp_path: Path) -> None:
-    from eventrag.storage.milvus import MilvusVectorStore
+    from eventrag.storage.vector_milvus import MilvusVectorStore
 
     path, batches, size = str(tmp_path / "crash.db"), 8, 400
     cmd = [sys.executable, "-c", VEC_WRITER, path, str(batches), str(size)]

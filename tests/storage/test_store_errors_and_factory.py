@@ -13,9 +13,9 @@ import pytest
 
 from eventfold.settings import Settings
 from eventrag.storage.base import GraphStore, Node, VectorStore
-from eventrag.storage.embedded import SqliteGraphStore
 from eventrag.storage.errors import InvalidInput, StoreLocked, StoreUnavailable
 from eventrag.storage.factory import collection_name, open_graph_store, open_vector_store
+from eventrag.storage.graph_sqlite import SqliteGraphStore
 
 
 def closed_port() -> int:
@@ -26,7 +26,7 @@ def closed_port() -> int:
 
 @pytest.mark.parametrize("scheme", ["bolt", "neo4j"])
 def test_unreachable_neo4j_is_store_unavailable(scheme: str) -> None:
-    from eventrag.storage.neo4j import Neo4jGraphStore
+    from eventrag.storage.graph_neo4j import Neo4jGraphStore
 
     uri = f"{scheme}://127.0.0.1:{closed_port()}"
     start = time.monotonic()
@@ -36,8 +36,8 @@ def test_unreachable_neo4j_is_store_unavailable(scheme: str) -> None:
 
 
 def test_bad_uris_and_namespaces_are_invalid_input(tmp_path: Path) -> None:
-    from eventrag.storage.milvus import MilvusVectorStore
-    from eventrag.storage.neo4j import Neo4jGraphStore
+    from eventrag.storage.graph_neo4j import Neo4jGraphStore
+    from eventrag.storage.vector_milvus import MilvusVectorStore
 
     with pytest.raises(InvalidInput):
         Neo4jGraphStore("http://127.0.0.1:7474", namespace="x")
@@ -88,7 +88,7 @@ def test_factories_follow_settings(tmp_path: Path) -> None:
 
 @pytest.mark.neo4j
 def test_factory_opens_neo4j_over_routing_uri(neo4j_uri: str) -> None:
-    from eventrag.storage.neo4j import Neo4jGraphStore
+    from eventrag.storage.graph_neo4j import Neo4jGraphStore
 
     routing = neo4j_uri.replace("bolt://", "neo4j://")
     settings = Settings(graph={"backend": "neo4j", "uri": routing, "namespace": "factory_test"})

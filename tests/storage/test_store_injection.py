@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from eventrag.storage.base import Edge, GraphStore, Node
-from eventrag.storage.milvus import MilvusVectorStore, milvus_filter
+from eventrag.storage.vector_milvus import MilvusVectorStore, milvus_filter
 
 NASTY = [
     'O\'Brien "the" `great`',

@@ -17,7 +17,7 @@ from eventrag.storage.errors import (
     StoreClosed,
     StoreLocked,
 )
-from eventrag.storage.milvus import MilvusVectorStore
+from eventrag.storage.vector_milvus import MilvusVectorStore
 
 
 def unit(n: int, dim: int, seed: int = 0) -> np.ndarray:
@@ -108,7 +108,7 @@ def test_reopen_loads_and_finds(tmp_path: Path) -> None:
     code = textwrap.dedent(
         f"""
         import numpy as np
-        from eventrag.storage.milvus import MilvusVectorStore
+        from eventrag.storage.vector_milvus import MilvusVectorStore
         with MilvusVectorStore({str(path)!r}) as s:
             v = s.get("chunks", ["b"])[0].vector
             print(s.count("chunks"), s.search("chunks", [v], top_k=1)[0][0].id)
@@ -126,7 +126,7 @@ def test_locked_lite_dir_is_a_clear_error(tmp_path: Path) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
             import sys, time
-            from eventrag.storage.milvus import MilvusVectorStore
+            from eventrag.storage.vector_milvus import MilvusVectorStore
             s = MilvusVectorStore({str(path)!r})
             print("ready", flush=True)
             sys.stdin.read()

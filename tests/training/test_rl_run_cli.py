@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from eventfold.cli.train import app
+from cli.train import app
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "tiny_corpus"
 runner = CliRunner()

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from agent.options import RunOptions
 from eventfold.llm.types import ChatResponse, Message, ToolCall
+from eventfold.run_options import RunOptions
 from training.common.loading import load_tokenizer
 from training.common.tiny import training_chat_template
 from training.hf_chat import HFChatModel

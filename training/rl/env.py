@@ -29,8 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent import prompts
 from agent.graph import AgentDeps, AgentGraph
 from agent.llm import ChatModel, Message, ToolCall
-from agent.options import RunOptions
 from agent.state import RunState
+from eventfold.run_options import RunOptions
 from eventrag.schema import SearchBackend
 from training.rl.rewards import EpisodeOutcome, RewardBreakdown, RewardConfig, episode_reward
 

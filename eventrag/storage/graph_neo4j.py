@@ -1,7 +1,7 @@
 """The Neo4j graph store, through the official driver (``bolt://``, ``neo4j://``, ``+s``/``+ssc`` variants).
 
 Managed transactions (``execute_read``/``execute_write``) retry transient failures; one call is one
-transaction. Constraints and indexes are created on first use. Queries are in ``neo4j_cypher``.
+transaction. Constraints and indexes are created on first use. Queries are in ``graph_neo4j_cypher``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 import neo4j
 from neo4j import exceptions as nx
 
+from eventrag.storage import graph_neo4j_cypher as cy
 from eventrag.storage import graph_rules as rules
-from eventrag.storage import neo4j_cypher as cy
 from eventrag.storage.base import (
     DeleteResult,
     Direction,

@@ -26,8 +26,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from eventrag.chunking import ChunkingConfig, chunk_document
-from eventrag.documents import (
+from eventrag.graph_io import StoreEntityIndex, chunk_node, event_node, event_text
+from eventrag.index.chunking import ChunkingConfig, chunk_document
+from eventrag.index.documents import (
     DEFAULT_MAX_BYTES,
     CorpusScan,
     DocumentError,
@@ -40,10 +41,9 @@ from eventrag.documents import (
     within_known_root,
     without_nul,
 )
-from eventrag.expand import ExpansionConfig, expand_shared_participants
-from eventrag.extract import Extractor, entity_key
-from eventrag.fusion import EntityFuser, TextEmbedder
-from eventrag.graph_io import StoreEntityIndex, chunk_node, event_node, event_text
+from eventrag.index.extract import Extractor, entity_key
+from eventrag.index.fusion import EntityFuser, TextEmbedder
+from eventrag.index.infer import ExpansionConfig, expand_shared_participants
 from eventrag.schema import Chunk, ChunkExtraction, Document, Entity
 from eventrag.storage.base import Edge, GraphStore, Node, VectorStore
 

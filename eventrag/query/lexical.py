@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from eventrag.extract import norm_name
+from eventrag.index.extract import norm_name
 from eventrag.storage.base import GraphStore
 
 _FUNCTION_WORDS = set(

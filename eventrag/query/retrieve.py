@@ -19,11 +19,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from eventfold.llm.types import ChatModel
-from eventrag.decompose import Decomposition, llm_decompose, llm_reflect, rule_decompose, rule_reflect
-from eventrag.fusion import TextEmbedder
 from eventrag.graph_io import node_to_chunk
-from eventrag.lexical import LexicalCache, minmax
-from eventrag.ranking import Candidates, RetrievalConfig
+from eventrag.index.fusion import TextEmbedder
+from eventrag.query.decompose import Decomposition, llm_decompose, llm_reflect, rule_decompose, rule_reflect
+from eventrag.query.lexical import LexicalCache, minmax
+from eventrag.query.ranking import Candidates, RetrievalConfig
 from eventrag.schema import Chunk, RetrievalMode, RetrievalResult
 from eventrag.storage.base import GraphStore, VectorStore
 

@@ -17,7 +17,7 @@ import typer
 from rich.markdown import Markdown
 from rich.table import Table
 
-from eventfold.cli.common import console, err_console, fail, load_settings, safe, setup_logging, store_failure
+from cli.common import console, err_console, fail, load_settings, safe, setup_logging, store_failure
 from eventfold.settings import Settings
 
 PACKAGED = ("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b")
@@ -178,12 +178,12 @@ def run_ask(
     resume: str | None = None,
 ) -> Any:
     from agent.graph import AgentDeps
-    from agent.options import AgentInputError, RunOptions
     from agent.runner import resume_run, run_agent, validate_question
     from agent.search_backend import ModeBackend
     from eventfold.llm.factory import make_chat_model
     from eventfold.llm.types import LLMError
     from eventfold.models import ModelNotFoundError
+    from eventfold.run_options import AgentInputError, RunOptions
     from eventrag.stack import open_stack
 
     try:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from eventrag.chunking import split_sentences
 from eventrag.dates import find_dates
-from eventrag.extract import entity_key, event_key, norm_name
+from eventrag.index.chunking import split_sentences
+from eventrag.index.extract import entity_key, event_key, norm_name
 from eventrag.schema import Chunk, ChunkExtraction, Entity, Event, EventTime, Participant, Relation
 
 _CONNECT = r"(?:of|de|du|des|la|le|von|van|der|den|da|di|del|y|and|the|for|&|-|')"

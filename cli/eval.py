@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from eventfold.cli.common import console, err_console, load_settings, safe
+from cli.common import console, err_console, load_settings, safe
 
 app = typer.Typer(no_args_is_help=True)
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from eventfold.llm.types import ChatModel, LLMError, Message
 from eventfold.text_safety import mask_secrets
 from eventrag.dates import find_dates, normalise_time
+from eventrag.index.rules_extract import find_entities
 from eventrag.prompts import (
     DECOMPOSE_SCHEMA,
     DECOMPOSE_SYSTEM,
@@ -23,7 +24,6 @@ from eventrag.prompts import (
     question_user,
     reflect_user,
 )
-from eventrag.rules_extract import find_entities
 from eventrag.schema import RELATION_TYPES
 
 
@@ -81,7 +81,7 @@ def _llm_json(chat_model: ChatModel, system: str, user: str, schema: dict, max_t
         return None
     if isinstance(resp.parsed, dict):
         return resp.parsed
-    from eventrag.extract import MalformedOutput, lenient_json
+    from eventrag.index.extract import MalformedOutput, lenient_json
 
     try:
         obj = lenient_json(resp.text)

@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from eventfold.cli.common import console, err_console, fail, load_settings, safe, setup_logging, store_failure
+from cli.common import console, err_console, fail, load_settings, safe, setup_logging, store_failure
 from eventfold.settings import Settings
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML settings file.")]

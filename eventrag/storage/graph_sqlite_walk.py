@@ -9,15 +9,11 @@ parent/edge of that same row; paths are rebuilt from those parent pointers.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from eventrag.storage import graph_rules as rules
 from eventrag.storage.base import EDGE_TYPES, Direction, Edge, ExpandedNode, Expansion, Node
 from eventrag.storage.graph_rules import build
-
-if TYPE_CHECKING:
-    from eventrag.storage.embedded import SqliteGraphStore
 
 MAX_WALK_ROWS = 2_000_000
 _TIME = (
@@ -47,9 +43,9 @@ def _step_sql(
 
 
 def walk(
-    store: SqliteGraphStore,
     con: sqlite3.Connection,
-    seeds: Sequence[str],
+    namespace: str,
+    seed_nids: dict[str, int],
     hops: int,
     types: tuple[str, ...] | None,
     direction: Direction,
@@ -58,7 +54,7 @@ def walk(
     limit: int | None,
     include_seeds: bool,
 ) -> Expansion:
-    seed_nids = store._nids(con, seeds)
+    """Expand from ``seed_nids`` (public id -> row id, already resolved in ``namespace``) over ``con``."""
     if not seed_nids:
         return Expansion()
     parts, params = [], [*seed_nids.values()]
@@ -89,7 +85,7 @@ def walk(
             FROM best b LEFT JOIN edges e ON e.eid = b.eid ORDER BY b.hop, b.id""",
         params,
     ).fetchall()
-    ns, loads = store.namespace, rules.loads
+    ns, loads = namespace, rules.loads
     info = {r[0]: r for r in rows}
     id_of = {nid: sid for sid, nid in seed_nids.items()} | {r[0]: r[4] for r in rows}
     out: list[ExpandedNode] = []

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from eventfold.cli.common import console, err_console, load_settings, safe
+from cli.common import console, err_console, load_settings, safe
 
 app = typer.Typer(no_args_is_help=True)
 

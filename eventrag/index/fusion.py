@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from eventrag.extract import norm_name
+from eventrag.index.extract import norm_name
 from eventrag.schema import ChunkExtraction, Entity, EntityMerge
 
 

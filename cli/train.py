@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from eventfold.cli.common import console, err_console, safe
+from cli.common import console, err_console, safe
 
 app = typer.Typer(no_args_is_help=True)
 

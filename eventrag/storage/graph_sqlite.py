@@ -25,8 +25,8 @@ from eventrag.storage.base import (
     Node,
     check_id,
 )
-from eventrag.storage.embedded_walk import walk
 from eventrag.storage.errors import InvalidInput, MissingNode, StorageError, StoreClosed, StoreLocked
+from eventrag.storage.graph_sqlite_walk import walk
 
 SCHEMA_VERSION = "1"
 _CHUNK = 500  # ids per IN (...) query
@@ -348,7 +348,10 @@ class SqliteGraphStore(rules.ExpandingStore):
         include_seeds: bool,
     ) -> Expansion:
         with self._sql("expand") as con:
-            return walk(self, con, seeds, hops, types, direction, window[0], window[1], limit, include_seeds)
+            seed_nids = self._nids(con, seeds)
+            return walk(
+                con, self.namespace, seed_nids, hops, types, direction, window[0], window[1], limit, include_seeds
+            )
 
     def count(self) -> tuple[int, int]:
         with self._sql("count") as con:

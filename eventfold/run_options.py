@@ -1,4 +1,4 @@
-"""Run options of one agent run (from `Settings.budget` plus per-run choices)."""
+"""The run config: options of one agent run (from `Settings.budget` plus per-run choices)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""EventRAG index time: documents -> chunks -> events/entities (extract, fuse, infer) -> stores."""

@@ -1,0 +1,1 @@
+"""EventRAG query time: decompose the question, lexical + vector + graph candidates, rank, reflect."""
