@@ -13,11 +13,10 @@ from typing import Any, TypeVar
 import neo4j
 from neo4j import exceptions as nx
 
+from eventrag.storage import checks, codec
 from eventrag.storage import graph_neo4j_cypher as cy
-from eventrag.storage import graph_rules as rules
 from eventrag.storage.base import (
     DeleteResult,
-    Direction,
     Edge,
     ExpandedNode,
     Expansion,
@@ -26,6 +25,7 @@ from eventrag.storage.base import (
     check_id,
 )
 from eventrag.storage.errors import InvalidInput, MissingNode, StorageError, StoreClosed, StoreUnavailable
+from eventrag.storage.graph_front import ExpandingStore, Walk
 
 T = TypeVar("T")
 _PREFIX = "p_"
@@ -35,11 +35,11 @@ _URI_SCHEMES = ("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://",
 
 def _set_map(props: dict[str, Any], indexed: bool) -> dict[str, Any]:
     """Properties to ``SET x += map``: user props JSON-encoded under ``p_``; ``None`` removes."""
-    out: dict[str, Any] = {_PREFIX + k: (None if v is None else rules.dumps(v)) for k, v in props.items()}
+    out: dict[str, Any] = {_PREFIX + k: (None if v is None else codec.dumps(v)) for k, v in props.items()}
     if indexed:
         if "name" in props:
             out["name"] = props["name"]
-            out["name_key"] = rules.fold_name(props["name"])
+            out["name_key"] = checks.fold_name(props["name"])
         for key in ("time_start", "time_end"):
             if key in props:
                 out[key] = props[key]
@@ -47,10 +47,10 @@ def _set_map(props: dict[str, Any], indexed: bool) -> dict[str, Any]:
 
 
 def _props(raw: dict[str, Any]) -> dict[str, Any]:
-    return {k[len(_PREFIX) :]: rules.loads(v) for k, v in raw.items() if k.startswith(_PREFIX)}
+    return {k[len(_PREFIX) :]: codec.loads(v) for k, v in raw.items() if k.startswith(_PREFIX)}
 
 
-class Neo4jGraphStore(rules.ExpandingStore):
+class Neo4jGraphStore(ExpandingStore):
     """``GraphStore`` on a Neo4j 5 server; thread-safe (the driver pools connections)."""
 
     def __init__(
@@ -129,7 +129,7 @@ class Neo4jGraphStore(rules.ExpandingStore):
         return f"{self.namespace}:{node_id}"
 
     def _node(self, raw: dict[str, Any]) -> Node:
-        return rules.build(
+        return codec.build(
             Node,
             {"id": raw["id"], "label": raw["label"], "namespace": self.namespace, "props": _props(raw),
              "doc_ids": list(raw["doc_ids"])},
@@ -138,7 +138,7 @@ class Neo4jGraphStore(rules.ExpandingStore):
     @staticmethod
     def _edge(raw: dict[str, Any]) -> Edge:
         p = raw["props"]
-        return rules.build(
+        return codec.build(
             Edge,
             {"props": _props(p), "doc_ids": list(p.get("doc_ids", [])), "src": raw["src"], "dst": raw["dst"],
              "type": raw["type"], "inferred": bool(p.get("inferred", False))},
@@ -146,7 +146,7 @@ class Neo4jGraphStore(rules.ExpandingStore):
 
     # ------------------------------------------------------------------ writes
     def upsert_nodes(self, nodes: Sequence[Node]) -> int:
-        batch = rules.check_nodes(nodes, self.namespace)
+        batch = checks.check_nodes(nodes, self.namespace)
         if not batch:
             return 0
         by_label: dict[str, list[dict[str, Any]]] = {}
@@ -166,7 +166,7 @@ class Neo4jGraphStore(rules.ExpandingStore):
         return self._write("upsert_nodes", work)
 
     def upsert_edges(self, edges: Sequence[Edge]) -> int:
-        batch = rules.check_edges(edges)
+        batch = checks.check_edges(edges)
         if not batch:
             return 0
         uids = sorted({self._uid(i) for e in batch for i in (e.src, e.dst)})
@@ -219,7 +219,7 @@ class Neo4jGraphStore(rules.ExpandingStore):
 
     # ------------------------------------------------------------------ reads
     def get_nodes(self, ids: Sequence[str]) -> list[Node]:
-        ids = rules.check_ids(ids, "node id")
+        ids = checks.check_ids(ids, "node id")
         if not ids:
             return []
         uids = [self._uid(i) for i in ids]
@@ -227,8 +227,8 @@ class Neo4jGraphStore(rules.ExpandingStore):
         return [self._node(r) for r in rows]
 
     def get_edges(self, ids: Sequence[str], edge_types: Sequence[str] | None = None) -> list[Edge]:
-        ids = rules.check_ids(ids, "node id")
-        types = rules.check_expand_args(1, edge_types, "both", None, None, None)
+        ids = checks.check_ids(ids, "node id")
+        types = checks.check_expand_args(1, edge_types, "both", None, None, None)
         if not ids:
             return []
         uids = [self._uid(i) for i in ids]
@@ -252,31 +252,18 @@ class Neo4jGraphStore(rules.ExpandingStore):
         rows = self._read("find_nodes", lambda tx: [r["n"] for r in tx.run(query, params)])
         return [self._node(r) for r in rows]
 
-    def _walk(
-        self,
-        seeds: list[str],
-        hops: int,
-        types: tuple[str, ...] | None,
-        direction: Direction,
-        window: tuple[str | None, str | None],
-        limit: int | None,
-        include_seeds: bool,
-    ) -> Expansion:
-        seed_nodes = self.get_nodes(seeds) if include_seeds else []
+    def _walk(self, w: Walk) -> Expansion:
+        seeds, limit = w.seeds, w.limit
+        seed_nodes = self.get_nodes(seeds) if w.include_seeds else []
         out = [
-            rules.build(ExpandedNode, {"node": n, "hop": 0, "seed": n.id, "path": [n.id], "path_edges": []})
+            codec.build(ExpandedNode, {"node": n, "hop": 0, "seed": n.id, "path": [n.id], "path_edges": []})
             for n in seed_nodes
         ]
         room = (limit - len(out)) if limit else 2**62
         edges: list[Edge] = []
-        if hops > 0 and room > 0 and seeds:
-            query = cy.expand(types, hops, direction, any(v is not None for v in window))
-            params = {
-                "seeds": [self._uid(s) for s in seeds],
-                "limit": room,
-                "from": window[0],
-                "to": window[1],
-            }
+        if w.hops > 0 and room > 0 and seeds:
+            query = cy.expand(w.types, w.hops, w.direction, w.timed)
+            params = {"seeds": [self._uid(s) for s in seeds], "limit": room, "from": w.time_from, "to": w.time_to}
             rows = self._read("expand", lambda tx: [r.values() for r in tx.run(query, params)])
             trail: dict[str, tuple[list[str], list[str]]] = {s: ([s], []) for s in seeds}
             for raw, hop, parent, kind, forward, rel in rows:
@@ -286,14 +273,14 @@ class Neo4jGraphStore(rules.ExpandingStore):
                 path, steps = trail[parent]
                 trail[node.id] = (path + [node.id], steps + [f"{kind}>" if forward else f"<{kind}"])
                 out.append(
-                    rules.build(
+                    codec.build(
                         ExpandedNode,
                         {"node": node, "hop": hop, "seed": path[0], "path": trail[node.id][0],
                          "path_edges": trail[node.id][1]},
                     )
                 )  # fmt: skip
         edges.sort(key=lambda e: e.key)
-        return rules.build(Expansion, {"nodes": out, "edges": edges})
+        return codec.build(Expansion, {"nodes": out, "edges": edges})
 
     def _counts(self, query: str) -> dict[str, int]:
         return self._read("count", lambda tx: {r["key"]: r["c"] for r in tx.run(query, ns=self.namespace)})

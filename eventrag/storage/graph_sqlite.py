@@ -14,11 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from eventrag.storage import graph_rules as rules
+from eventrag.storage import checks, codec
 from eventrag.storage.base import (
     EDGE_TYPES,
     DeleteResult,
-    Direction,
     Edge,
     Expansion,
     GraphStats,
@@ -26,6 +25,7 @@ from eventrag.storage.base import (
     check_id,
 )
 from eventrag.storage.errors import InvalidInput, MissingNode, StorageError, StoreClosed, StoreLocked
+from eventrag.storage.graph_front import ExpandingStore, Walk
 from eventrag.storage.graph_sqlite_walk import walk
 
 SCHEMA_VERSION = "1"
@@ -95,7 +95,7 @@ def _qs(n: int) -> str:
     return ",".join("?" * n)
 
 
-class SqliteGraphStore(rules.ExpandingStore):
+class SqliteGraphStore(ExpandingStore):
     """``GraphStore`` on a SQLite file; thread-safe (one connection behind a lock)."""
 
     def __init__(self, path: str | Path, namespace: str = "default", *, busy_timeout_s: float = 30.0) -> None:
@@ -111,8 +111,8 @@ class SqliteGraphStore(rules.ExpandingStore):
             )
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open graph store {self.path}: {exc}") from exc
-        con.create_function("ef_merge", 2, rules.merge_props_json, deterministic=True)
-        con.create_function("ef_fold", 1, rules.fold_name, deterministic=True)
+        con.create_function("ef_merge", 2, codec.merge_props_json, deterministic=True)
+        con.create_function("ef_fold", 1, checks.fold_name, deterministic=True)
         self._con: sqlite3.Connection | None = con
         with self._sql("open") as c:
             c.execute("PRAGMA journal_mode=WAL")
@@ -170,11 +170,11 @@ class SqliteGraphStore(rules.ExpandingStore):
 
     # ------------------------------------------------------------------ writes
     def upsert_nodes(self, nodes: Sequence[Node]) -> int:
-        batch = rules.check_nodes(nodes, self.namespace)
+        batch = checks.check_nodes(nodes, self.namespace)
         if not batch:
             return 0
         rows = [
-            (self.namespace, n.id, n.label, rules.dumps(n.props), rules.fold_name(n.props.get("name")))
+            (self.namespace, n.id, n.label, codec.dumps(n.props), checks.fold_name(n.props.get("name")))
             for n in batch
         ]
         with self._tx("upsert_nodes") as con:
@@ -188,7 +188,7 @@ class SqliteGraphStore(rules.ExpandingStore):
         return len(batch)
 
     def upsert_edges(self, edges: Sequence[Edge]) -> int:
-        batch = rules.check_edges(edges)
+        batch = checks.check_edges(edges)
         if not batch:
             return 0
         with self._tx("upsert_edges") as con:
@@ -202,7 +202,7 @@ class SqliteGraphStore(rules.ExpandingStore):
             keys = [(nids[e.src], _TYPE_CODE[e.type], nids[e.dst]) for e in batch]
             con.executemany(
                 _UPSERT_EDGE,
-                [(*k, int(e.inferred), rules.dumps(e.props)) for k, e in zip(keys, batch, strict=True)],
+                [(*k, int(e.inferred), codec.dumps(e.props)) for k, e in zip(keys, batch, strict=True)],
             )
             doc_rows = [(k, d) for k, e in zip(keys, batch, strict=True) for d in e.doc_ids]
             con.executemany(
@@ -266,9 +266,9 @@ class SqliteGraphStore(rules.ExpandingStore):
             for nid, id_, label, props in con.execute(
                 f"SELECT nid, id, label, props FROM nodes WHERE nid IN ({q})", part
             ):
-                out[nid] = rules.build(
+                out[nid] = codec.build(
                     Node,
-                    {"id": id_, "label": label, "namespace": self.namespace, "props": rules.loads(props),
+                    {"id": id_, "label": label, "namespace": self.namespace, "props": codec.loads(props),
                      "doc_ids": docs.get(nid, [])},
                 )  # fmt: skip
         return out
@@ -281,11 +281,11 @@ class SqliteGraphStore(rules.ExpandingStore):
             params,
         ).fetchall()
         return [
-            rules.build(
+            codec.build(
                 Edge,
                 {
-                    "props": rules.loads(p),
-                    "doc_ids": rules.loads(docs),
+                    "props": codec.loads(p),
+                    "doc_ids": codec.loads(docs),
                     "src": src,
                     "dst": dst,
                     "type": EDGE_TYPES[t],
@@ -296,15 +296,15 @@ class SqliteGraphStore(rules.ExpandingStore):
         ]
 
     def get_nodes(self, ids: Sequence[str]) -> list[Node]:
-        ids = rules.check_ids(ids, "node id")
+        ids = checks.check_ids(ids, "node id")
         with self._sql("get_nodes") as con:
             nids = self._nids(con, ids)
             loaded = self._load_nodes(con, list(nids.values()))
         return [loaded[nids[i]] for i in ids if i in nids]
 
     def get_edges(self, ids: Sequence[str], edge_types: Sequence[str] | None = None) -> list[Edge]:
-        ids = rules.check_ids(ids, "node id")
-        types = rules.check_expand_args(1, edge_types, "both", None, None, None)
+        ids = checks.check_ids(ids, "node id")
+        types = checks.check_expand_args(1, edge_types, "both", None, None, None)
         with self._sql("get_edges") as con:
             nids = list(self._nids(con, ids).values())
             out: dict[tuple[str, str, str], Edge] = {}
@@ -337,21 +337,9 @@ class SqliteGraphStore(rules.ExpandingStore):
             loaded = self._load_nodes(con, nids)
         return [loaded[n] for n in nids]
 
-    def _walk(
-        self,
-        seeds: list[str],
-        hops: int,
-        types: tuple[str, ...] | None,
-        direction: Direction,
-        window: tuple[str | None, str | None],
-        limit: int | None,
-        include_seeds: bool,
-    ) -> Expansion:
+    def _walk(self, w: Walk) -> Expansion:
         with self._sql("expand") as con:
-            seed_nids = self._nids(con, seeds)
-            return walk(
-                con, self.namespace, seed_nids, hops, types, direction, window[0], window[1], limit, include_seeds
-            )
+            return walk(con, self.namespace, self._nids(con, w.seeds), w)
 
     def count(self) -> tuple[int, int]:
         with self._sql("count") as con:

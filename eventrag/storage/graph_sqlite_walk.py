@@ -11,9 +11,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from eventrag.storage import graph_rules as rules
-from eventrag.storage.base import EDGE_TYPES, Direction, Edge, ExpandedNode, Expansion, Node
-from eventrag.storage.graph_rules import build
+from eventrag.storage import codec
+from eventrag.storage.base import EDGE_TYPES, Edge, ExpandedNode, Expansion, Node
+from eventrag.storage.graph_front import Walk
 
 MAX_WALK_ROWS = 2_000_000
 _TIME = (
@@ -42,26 +42,15 @@ def _step_sql(
     return sql + where, params
 
 
-def walk(
-    con: sqlite3.Connection,
-    namespace: str,
-    seed_nids: dict[str, int],
-    hops: int,
-    types: tuple[str, ...] | None,
-    direction: Direction,
-    time_from: str | None,
-    time_to: str | None,
-    limit: int | None,
-    include_seeds: bool,
-) -> Expansion:
-    """Expand from ``seed_nids`` (public id -> row id, already resolved in ``namespace``) over ``con``."""
+def walk(con: sqlite3.Connection, namespace: str, seed_nids: dict[str, int], req: Walk) -> Expansion:
+    """Run ``req`` over ``con`` from ``seed_nids`` (its seeds' public id -> row id, resolved in ``namespace``)."""
     if not seed_nids:
         return Expansion()
     parts, params = [], [*seed_nids.values()]
     for forward in (True, False):
-        if direction == ("in" if forward else "out"):
+        if req.direction == ("in" if forward else "out"):
             continue
-        sql, p = _step_sql(forward, hops, types, [time_from, time_to])
+        sql, p = _step_sql(forward, req.hops, req.types, [req.time_from, req.time_to])
         parts.append(sql)
         params += p
     cte = (
@@ -71,10 +60,10 @@ def walk(
         + " LIMIT ?)"
     )
     params.append(MAX_WALK_ROWS)
-    having = "" if include_seeds else " HAVING min(w.hop) > 0"
-    tail = " LIMIT ?" if limit else ""
-    if limit:
-        params.append(limit)
+    having = "" if req.include_seeds else " HAVING min(w.hop) > 0"
+    tail = " LIMIT ?" if req.limit else ""
+    if req.limit:
+        params.append(req.limit)
     docs = "(SELECT json_group_array(doc_id) FROM {t} x WHERE x.{k} = {v})"
     rows = con.execute(
         f"""{cte}, best AS (
@@ -85,13 +74,13 @@ def walk(
             FROM best b LEFT JOIN edges e ON e.eid = b.eid ORDER BY b.hop, b.id""",
         params,
     ).fetchall()
-    ns, loads = namespace, rules.loads
+    ns, loads = namespace, codec.loads
     info = {r[0]: r for r in rows}
     id_of = {nid: sid for sid, nid in seed_nids.items()} | {r[0]: r[4] for r in rows}
     out: list[ExpandedNode] = []
     edges: list[Edge] = []
     for nid, hop, parent, step, id_, label, props, node_docs, inferred, eprops, edocs in rows:
-        node = build(
+        node = codec.build(
             Node,
             {"id": id_, "label": label, "namespace": ns, "props": loads(props), "doc_ids": loads(node_docs)},
         )
@@ -99,7 +88,7 @@ def walk(
             kind = EDGE_TYPES[step if step >= 0 else -1 - step]
             src, dst = (id_of[parent], id_) if step >= 0 else (id_, id_of[parent])
             edges.append(
-                build(Edge, {"props": loads(eprops), "doc_ids": loads(edocs), "src": src, "dst": dst, "type": kind,
+                codec.build(Edge, {"props": loads(eprops), "doc_ids": loads(edocs), "src": src, "dst": dst, "type": kind,
                              "inferred": bool(inferred)})
             )  # fmt: skip
         path, path_edges, cur = [id_], [], info[nid]
@@ -113,10 +102,10 @@ def walk(
         path.reverse()
         path_edges.reverse()
         out.append(
-            build(
+            codec.build(
                 ExpandedNode,
                 {"node": node, "hop": hop, "seed": path[0], "path": path, "path_edges": path_edges},
             )
         )
     edges.sort(key=lambda e: e.key)
-    return build(Expansion, {"nodes": out, "edges": edges})
+    return codec.build(Expansion, {"nodes": out, "edges": edges})

@@ -41,6 +41,7 @@ from pymilvus import DataType, MilvusClient, MilvusException  # noqa: E402
 from pymilvus.exceptions import ConnectionConfigException, MilvusUnavailableException  # noqa: E402
 
 from eventrag.storage.base import MAX_ID_LEN, MetadataFilter, Metric, VectorHit, VectorRecord, check_filter
+from eventrag.storage.checks import check_ids
 from eventrag.storage.errors import (
     CollectionNotFound,
     DimensionMismatch,
@@ -50,7 +51,6 @@ from eventrag.storage.errors import (
     StoreLocked,
     StoreUnavailable,
 )
-from eventrag.storage.graph_rules import check_ids
 
 logger = logging.getLogger(__name__)
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
