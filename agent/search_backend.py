@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from eventrag.schema import Chunk, RetrievalMode, RetrievalResult, SearchBackend
 
 
 class ModeBackend:
     """Delegates to `inner`, using `mode` when the caller gives none."""
 
-    def __init__(self, inner: SearchBackend, mode: Any = None):
+    def __init__(self, inner: SearchBackend, mode: RetrievalMode | None = None) -> None:
         self.inner, self.mode = inner, mode
 
     def retrieve(self, query: str, *, mode: RetrievalMode | None = None, top_k: int = 5) -> RetrievalResult:

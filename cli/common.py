@@ -67,7 +67,3 @@ def store_failure(exc: Exception, settings: Settings) -> NoReturn:
              f"Details: {exc}", code=1)
     fail("cannot open the stores:", exc, code=1)
 
-
-def not_built(what: str) -> None:
-    err_console.print(f"[yellow]{console_escape(what)} is not built yet.[/]")
-    raise typer.Exit(3)

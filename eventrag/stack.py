@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from eventfold.llm.types import ChatModel
 from eventfold.settings import Settings
+from eventrag.embed import Embedder
 from eventrag.index.chunking import ChunkingConfig
 from eventrag.index.extract import Extractor, LLMExtractor
-from eventrag.index.fusion import TextEmbedder
 from eventrag.index.indexer import Indexer
 from eventrag.index.rules_extract import RuleExtractor
 from eventrag.query.lexical import LexicalCache
@@ -34,7 +34,7 @@ class EventRAGStack:
     settings: Settings
     graph: GraphStore
     vectors: VectorStore
-    embedder: TextEmbedder
+    embedder: Embedder
     indexer: Indexer
     retriever: Retriever
     chat_model: ChatModel | None = None

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from agent.search_backend import ModeBackend
 from eventfold.settings import Settings
 from training.config import CorpusSection, QuestionsSection
 from training.sft.data import TrainingQuestion
@@ -108,23 +109,6 @@ def open_backend(corpus: CorpusSection, dataset: Any = None) -> Iterator[Any]:
             stack.close()
             raise
     try:
-        yield _ModeBackend(stack.retriever, corpus.mode) if corpus.mode else stack.retriever
+        yield ModeBackend(stack.retriever, corpus.mode) if corpus.mode else stack.retriever
     finally:
         stack.close()
-
-
-class _ModeBackend:
-    """The retriever with a fixed retrieval mode (the agent's search passes none)."""
-
-    def __init__(self, retriever: Any, mode: str) -> None:
-        self._r, self._mode = retriever, mode
-
-    def retrieve(self, query: str, *, mode: Any = None, top_k: int = 5) -> Any:
-        return self._r.retrieve(query, mode=mode or self._mode, top_k=top_k)
-
-    def get_chunk(self, chunk_id: str) -> Any:
-        return self._r.get_chunk(chunk_id)
-
-    def get_document_chunks(self, doc_id: str) -> list[Any]:
-        return self._r.get_document_chunks(doc_id)
-

@@ -21,6 +21,7 @@ from agent.memory.blocks import Granularity
 from agent.prompts import FOLD_SCHEMA, FOLD_SYSTEM, FOLD_TEMPLATE
 from agent.state import RunState
 from agent.tools.context import ToolContext
+from agent.tools.ids import plain_chunk_id
 from agent.tools.registry import Tool, ToolError, ToolResult
 from agent.tools.search import snippet
 
@@ -79,7 +80,7 @@ def llm_content(ctx: ToolContext, steps: list[Step]) -> tuple[str, list[str], li
     for item in data["findings"]:
         if not isinstance(item, dict) or not str(item.get("fact", "")).strip():
             continue
-        ids = [str(c).strip().removeprefix("c:").strip("[]") for c in item.get("chunk_ids") or []]
+        ids = [plain_chunk_id(c) for c in item.get("chunk_ids") or []]
         cites = "".join(f" [c:{c}]" for c in dict.fromkeys(ids) if c in valid)
         findings.append(" ".join(str(item["fact"]).split()) + cites)
     open_q = [" ".join(str(q).split()) for q in data.get("open_questions") or [] if str(q).strip()]

@@ -12,18 +12,13 @@ import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
+from eventrag.embed import Embedder
 from eventrag.index.extract import norm_name
 from eventrag.schema import ChunkExtraction, Entity, EntityMerge
-
-
-class TextEmbedder(Protocol):
-    dim: int
-
-    def embed(self, texts: Sequence[str]) -> Any: ...
 
 
 class EntityIndex(Protocol):
@@ -84,7 +79,7 @@ def _absorb(into: Entity, other: Entity) -> None:
 
 
 class EntityFuser:
-    def __init__(self, embedder: TextEmbedder, index: EntityIndex, threshold: float = 0.9, top_k: int = 3) -> None:
+    def __init__(self, embedder: Embedder, index: EntityIndex, threshold: float = 0.9, top_k: int = 3) -> None:
         if not 0.0 < threshold <= 1.0:
             raise ValueError("fusion threshold must be in (0, 1]")
         self.embedder = embedder

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from eventrag.embed import Embedder
 from eventrag.graph_io import StoreEntityIndex, chunk_node, event_node, event_text
 from eventrag.index.chunking import ChunkingConfig, chunk_document
 from eventrag.index.documents import (
@@ -42,7 +43,7 @@ from eventrag.index.documents import (
     without_nul,
 )
 from eventrag.index.extract import Extractor, entity_key
-from eventrag.index.fusion import EntityFuser, TextEmbedder
+from eventrag.index.fusion import EntityFuser
 from eventrag.index.infer import ExpansionConfig, expand_shared_participants
 from eventrag.schema import Chunk, ChunkExtraction, Document, Entity
 from eventrag.storage.base import Edge, GraphStore, Node, VectorStore
@@ -126,7 +127,7 @@ def content_hash(doc: Document, extractor: str, chunking: ChunkingConfig) -> str
 
 
 class Indexer:
-    def __init__(self, graph: GraphStore, vectors: VectorStore, embedder: TextEmbedder, extractor: Extractor, *,
+    def __init__(self, graph: GraphStore, vectors: VectorStore, embedder: Embedder, extractor: Extractor, *,
                  collections: dict[str, str], chunking: ChunkingConfig | None = None, fusion_threshold: float = 0.9,
                  expansion: ExpansionConfig | None = None, batch_docs: int = 32,
                  max_file_bytes: int = DEFAULT_MAX_BYTES, on_change: Callable[[], None] | None = None) -> None:

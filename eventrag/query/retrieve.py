@@ -19,8 +19,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from eventfold.llm.types import ChatModel
+from eventrag.embed import Embedder
 from eventrag.graph_io import node_to_chunk
-from eventrag.index.fusion import TextEmbedder
 from eventrag.query.decompose import Decomposition, llm_decompose, llm_reflect, rule_decompose, rule_reflect
 from eventrag.query.lexical import LexicalCache, minmax
 from eventrag.query.ranking import Candidates, RetrievalConfig
@@ -31,7 +31,7 @@ EVENT_EDGES = ("BEFORE", "AFTER", "CAUSES", "ENABLES", "RELATED_TO", "PART_OF", 
 
 
 class Retriever:
-    def __init__(self, graph: GraphStore, vectors: VectorStore, embedder: TextEmbedder, collections: dict[str, str],
+    def __init__(self, graph: GraphStore, vectors: VectorStore, embedder: Embedder, collections: dict[str, str],
                  *, chat_model: ChatModel | None = None, config: RetrievalConfig | None = None,
                  lexical: LexicalCache | None = None) -> None:
         self.graph, self.vectors, self.embedder = graph, vectors, embedder

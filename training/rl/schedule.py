@@ -30,7 +30,7 @@ import math
 import random
 import re
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -281,8 +281,3 @@ class Scheduler:
             )
         return out
 
-
-def scheduled_stream(scheduler: Scheduler, per_batch: int) -> Iterator[list[int]]:
-    """Endless batches of question indices (for samplers that pull lazily)."""
-    while True:
-        yield scheduler.next_indices(per_batch)
