@@ -149,9 +149,9 @@ def main(argv: list[str] | None = None) -> int:
         fold_summary=args.fold_summary,
     )
     options = {
-        "fold": RunOptions.from_settings(settings, fold=True, context_budget=args.budget, **common),
+        "fold": settings.run_options(fold=True, context_budget=args.budget, **common),
         # ReAct gets the same budget value but has no guard: the budget never changes what it sees
-        "react": RunOptions.from_settings(settings, fold=False, context_budget=args.budget, **common),
+        "react": settings.run_options(fold=False, context_budget=args.budget, **common),
     }
     path = out / "context.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []

@@ -42,9 +42,9 @@ def resolve_settings(
     if index or corpus:
         data["index"] = index or index_name_for(corpus)  # type: ignore[arg-type]
     if budget is not None:
-        data["budget"]["context_tokens"] = budget
+        data["run"]["context_budget"] = budget
     if max_steps is not None:
-        data["budget"]["max_steps"] = max_steps
+        data["run"]["max_steps"] = max_steps
     if model:
         if model.endswith(".gguf"):
             data["llm"]["model_path"] = Path(model).expanduser()

@@ -171,7 +171,7 @@ def _qa_system(
 
         return AgentSystem(AgentCaller(run_eventfold_agent, settings, retriever, chat_model, fold=fold))
     return RetrieveAndRead(retriever, mode, chat_model, top_k=top_k, read_k=read_k,  # type: ignore[arg-type]
-                           answer_max_tokens=settings.budget.answer_max_tokens)  # fmt: skip
+                           answer_max_tokens=settings.run.answer_max_tokens)  # fmt: skip
 
 
 @app.command("drb")

@@ -1,15 +1,23 @@
-"""The run config: options of one agent run (from `Settings.budget` plus per-run choices)."""
+"""The run config: every knob of one agent run (step cap, context budget, top-k, token caps, folding).
+
+`RunOptions` is the agent's only model of these. It is nested in `Settings.run` (env
+``EVENTFOLD_RUN__MAX_STEPS``, TOML ``[run]``), in the RL environment config and in the SFT teacher
+config; a run's options come from ``Settings.run_options(**per_run_choices)`` (or
+``RunOptions.for_research(settings, ...)``: the same with the research scaffold on).
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from eventfold.settings import Settings
+if TYPE_CHECKING:  # Settings nests RunOptions: only the annotation refers back to it
+    from eventfold.settings import Settings
 
 ReportMode = Literal["short", "full", "long"]
 PlanMode = Literal["llm", "rules", "off"]  # sub-questions by one LLM call, by rules, or no plan
+RESEARCH_SCAFFOLD: dict[str, Any] = {"plan": "llm", "verify_answer": True, "auto_search": True}
 
 
 class AgentInputError(ValueError):
@@ -17,6 +25,8 @@ class AgentInputError(ValueError):
 
 
 class RunOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not ignored
+
     max_steps: int = Field(12, ge=1, le=500)
     context_budget: int = Field(6000, ge=256, le=1_000_000)
     fold: bool = True  # False = plain ReAct: no fold/unfold tools, no budget guard
@@ -45,25 +55,9 @@ class RunOptions(BaseModel):
     context_window: int | None = Field(None, ge=256)  # the model's window, when known (local backend)
 
     @classmethod
-    def from_settings(cls, settings: Settings, **overrides: object) -> RunOptions:
-        b = settings.budget
-        values: dict[str, object] = {
-            "max_steps": b.max_steps,
-            "context_budget": b.context_tokens,
-            "search_top_k": b.search_top_k,
-            "max_repeat_queries": b.max_repeat_queries,
-            "answer_max_tokens": b.answer_max_tokens,
-            "report_max_tokens": b.report_max_tokens,
-            "context_window": settings.llm.n_ctx if settings.llm.backend == "local" else None,
-        }
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.model_validate(values)
-
-    @classmethod
-    def for_research(cls, settings: Settings, **overrides: object) -> RunOptions:
-        """`from_settings` with the research scaffold on (plan by the model, verified answers)."""
-        scaffold = {"plan": "llm", "verify_answer": True, "auto_search": True}
-        return cls.from_settings(settings, **{**scaffold, **overrides})
+    def for_research(cls, settings: Settings, **overrides: Any) -> RunOptions:
+        """``settings.run_options`` with the research scaffold on (plan by the model, verified answers)."""
+        return settings.run_options(**{**RESEARCH_SCAFFOLD, **overrides})
 
     def check_budget(self, floor_tokens: int) -> None:
         """Refuse budgets that cannot hold the fixed prompt, or exceed the model's window."""
@@ -77,3 +71,14 @@ class RunOptions(BaseModel):
                 f"context budget {self.context_budget} tokens exceeds the model's context window "
                 f"({self.context_window}); lower --budget or raise llm.n_ctx"
             )
+
+
+def run_options_with(**defaults: Any) -> Any:
+    """A field type for a config section with its own run defaults (RL, SFT teacher): keys the section
+    leaves out take ``defaults``, not RunOptions' (``[env.run] max_steps = 4`` keeps the section's budget).
+    Declare the field with ``Field(default_factory=dict, validate_default=True)``."""
+
+    def merge(value: Any) -> Any:
+        return {**defaults, **value} if isinstance(value, dict) else value
+
+    return Annotated[RunOptions, BeforeValidator(merge)]

@@ -37,6 +37,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from eventfold.run_options import RunOptions
 from eventfold.text_safety import mask_secrets, mask_url
 
 ENV_FILE_VAR = "EVENTFOLD_ENV_FILE"
@@ -152,19 +153,6 @@ class VectorSettings(BaseModel):
     metric: Literal["COSINE", "IP", "L2"] = "COSINE"
 
 
-class BudgetSettings(BaseModel):
-    """How far the agent may go, and how much context it may keep."""
-
-    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not ignored
-
-    context_tokens: int = Field(6000, ge=256, le=1_000_000)
-    max_steps: int = Field(12, ge=1, le=500)
-    max_repeat_queries: int = Field(1, ge=0, le=10)
-    search_top_k: int = Field(5, ge=1, le=100)
-    answer_max_tokens: int = Field(64, ge=1, le=8192)
-    report_max_tokens: int = Field(512, ge=16, le=32768)
-
-
 class Settings(BaseSettings):
     """Everything configurable, in one validated object."""
 
@@ -183,7 +171,7 @@ class Settings(BaseSettings):
     embed: EmbedSettings = Field(default_factory=EmbedSettings)  # type: ignore[arg-type]
     graph: GraphSettings = Field(default_factory=GraphSettings)  # type: ignore[arg-type]
     vector: VectorSettings = Field(default_factory=VectorSettings)
-    budget: BudgetSettings = Field(default_factory=BudgetSettings)  # type: ignore[arg-type]
+    run: RunOptions = Field(default_factory=RunOptions)  # type: ignore[arg-type]
 
     @field_validator("index")
     @classmethod
@@ -214,6 +202,14 @@ class Settings(BaseSettings):
 
     def vector_uri(self) -> str:
         return self.vector.uri or str(self.index_dir / "milvus.db")
+
+    def run_options(self, **overrides: Any) -> RunOptions:
+        """One run's options: ``self.run``, the local model's context window when it is not set, then
+        the per-run ``overrides`` (a ``None`` override keeps the configured value)."""
+        update = {k: v for k, v in overrides.items() if v is not None}
+        if self.run.context_window is None and self.llm.backend == "local":
+            update.setdefault("context_window", self.llm.n_ctx)
+        return RunOptions.model_validate({**self.run.model_dump(), **update})
 
     # --- sources -------------------------------------------------------------------------------
     @classmethod

@@ -51,9 +51,9 @@ def test_env_vars_nest_with_double_underscore(monkeypatch):
     monkeypatch.setenv("EVENTFOLD_LLM__BACKEND", "openai")
     monkeypatch.setenv("EVENTFOLD_LLM__BASE_URL", "http://vllm:8000/v1")
     monkeypatch.setenv("EVENTFOLD_LLM__CONCURRENCY", "16")
-    monkeypatch.setenv("EVENTFOLD_BUDGET__MAX_STEPS", "30")
+    monkeypatch.setenv("EVENTFOLD_RUN__MAX_STEPS", "30")
     s = Settings()
-    assert (s.llm.backend, s.llm.base_url, s.llm.concurrency, s.budget.max_steps) == (
+    assert (s.llm.backend, s.llm.base_url, s.llm.concurrency, s.run.max_steps) == (
         "openai", "http://vllm:8000/v1", 16, 30)
 
 

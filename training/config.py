@@ -12,6 +12,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from eventfold.run_options import run_options_with
 from training.rl.env import EnvConfig
 from training.rl.pipeline.config import PipelineConfig
 from training.rl.schedule import ScheduleConfig
@@ -79,12 +80,15 @@ class CorpusSection(_Strict):
     distractors: int = Field(0, ge=0, description="dataset folders: extra passages indexed besides the questions' own")
 
 
+# the teacher's own run defaults (TOML ``[teacher.run]``); other keys as in Settings.run
+TeacherRunOptions = run_options_with(context_budget=1536, max_steps=8)
+
+
 class TeacherSection(_Strict):
     """Teacher model for SFT data: the project LLM settings (local llama.cpp or OpenAI-compatible)."""
 
     backend: Literal["settings", "hf"] = Field("settings", description="settings: Settings.llm; hf: model.path")
-    context_budget: int = Field(1536, ge=256)
-    max_steps: int = Field(8, ge=1)
+    run: TeacherRunOptions = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
     workers: int = Field(1, ge=1)
 
 

@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     rl_cfg = RLRunConfig.model_validate({
         "model": {"path": str(a.out / "sft" / "final")}, "output_dir": str(a.out / "rl"), "resume": False,
         "questions": {"path": str(a.questions), "offset": a.sft_n, "limit": a.rl_n}, "corpus": corpus,
-        "env": {"context_budget": a.budget, "max_steps": a.max_steps, "search_top_k": 3, "result_chars": 400,
+        "env": {"run": {"context_budget": a.budget, "max_steps": a.max_steps, "search_top_k": 3, "result_chars": 400},
                 "reward": {"context_budget": a.budget, "cost_per_1k": 0.25}},
         "schedule": {"enabled": True, "n_clusters": 3, "update_every": 5, "exploration": 1.0},
         "grpo": {"num_generations": 4, "per_device_train_batch_size": 4, "max_steps": a.rl_steps,

@@ -59,16 +59,13 @@ def _settings() -> Any:
 
 def build_sft_data(cfg: SFTRunConfig) -> Any:
     """Run the teacher agent on the configured questions and write the dataset to ``cfg.data_dir``."""
-    from eventfold.run_options import RunOptions
     from training.corpus import corpus_settings, load_questions, open_backend
     from training.sft.data import agent_run_fn, generate_trajectories, write_dataset
 
     if cfg.questions is None or cfg.corpus is None:
         raise ValueError("sft-data needs [questions] and [corpus] sections in the config")
     questions, dataset = load_questions(cfg.questions)
-    options = RunOptions.from_settings(
-        corpus_settings(cfg.corpus), context_budget=cfg.teacher.context_budget, max_steps=cfg.teacher.max_steps
-    )
+    options = corpus_settings(cfg.corpus).run_options(**cfg.teacher.run.model_dump())
     teacher = teacher_model(cfg)
     with open_backend(cfg.corpus, dataset) as backend:
         trajs = generate_trajectories(questions, agent_run_fn(backend, options), teacher,

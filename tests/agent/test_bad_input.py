@@ -29,8 +29,8 @@ def test_absurd_budgets_are_refused_clearly(backend):
         run_agent(Q, deps, RunOptions(context_budget=900_000, context_window=8192))
     with pytest.raises(ValueError, match="greater than or equal to 256"):
         RunOptions(context_budget=3)
-    opts = RunOptions.from_settings(Settings(budget={"context_tokens": 4000, "max_steps": 3}), max_steps=5)
-    assert (opts.context_budget, opts.max_steps, opts.context_window) == (4000, 5, 8192)
+    opts = Settings(run={"context_budget": 4000, "max_steps": 3}).run_options(max_steps=5, fold=None)
+    assert (opts.context_budget, opts.max_steps, opts.fold, opts.context_window) == (4000, 5, True, 8192)
 
 
 def test_instructions_inside_a_document_stay_data():

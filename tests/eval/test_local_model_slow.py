@@ -15,7 +15,8 @@ from eval.deepresearch_bench.loader import load_tasks
 from eval.deepresearch_bench.runner import AgentReportWriter, run_drb
 from eval.multihop.runner import run_multihop
 from eval.multihop.systems import RetrieveAndRead
-from eventfold.settings import BudgetSettings, LLMSettings, Settings, default_home
+from eventfold.run_options import RunOptions
+from eventfold.settings import LLMSettings, Settings, default_home
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +34,7 @@ def local_chat(indexed):
     settings = Settings(
         home=home,
         llm=LLMSettings(model_path=gguf, n_ctx=4096, max_tokens=128),
-        budget=BudgetSettings(max_steps=2, context_tokens=3000, answer_max_tokens=24, report_max_tokens=96),
+        run=RunOptions(max_steps=2, context_budget=3000, answer_max_tokens=24, report_max_tokens=96),
     )
     return settings, make_chat_model(settings, cache=False)
 

@@ -14,7 +14,7 @@ from training.rl.rewards import RewardConfig
 def env(lexical_backend, tiny_model_dir) -> ResearchEnv:
     counter = HFChatModel(load_tokenizer(tiny_model_dir))
     cfg = EnvConfig(
-        context_budget=2000, max_steps=6, reward=RewardConfig(context_budget=2000, cost_per_1k=1.0)
+        run={"context_budget": 2000, "max_steps": 6}, reward=RewardConfig(context_budget=2000, cost_per_1k=1.0)
     )
     return ResearchEnv(lexical_backend, counter, cfg)
 
@@ -60,7 +60,7 @@ def test_bad_calls_are_tool_errors_and_cost_format(env, tiny_questions) -> None:
 
 
 def test_step_cap_ends_episode(lexical_backend, tiny_model_dir, tiny_questions) -> None:
-    env = ResearchEnv(lexical_backend, HFChatModel(load_tokenizer(tiny_model_dir)), EnvConfig(max_steps=2))
+    env = ResearchEnv(lexical_backend, HFChatModel(load_tokenizer(tiny_model_dir)), EnvConfig(run={"max_steps": 2}))
     env.reset(**tiny_questions[0])
     env.search(query="storm")
     env.search(query="closure")

@@ -60,7 +60,7 @@ def _cfg(tmp_path, tiny_model_dir, **over) -> RLRunConfig:
         "model": {"path": str(tiny_model_dir)},
         "output_dir": str(tmp_path / "rl"),
         "questions": {"path": str(tmp_path)},
-        "env": {"context_budget": 4000, "max_steps": 4, "search_top_k": 2, "result_chars": 100,
+        "env": {"run": {"context_budget": 4000, "max_steps": 4, "search_top_k": 2, "result_chars": 100},
                 "reward": {"context_budget": 4000}},
         "grpo": {"num_generations": 2, "per_device_train_batch_size": 2, "max_steps": 1, "learning_rate": 1e-2,
                  "max_completion_length": 1500, "max_tool_calling_iterations": 4},

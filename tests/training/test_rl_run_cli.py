@@ -40,7 +40,7 @@ mode = "naive"
 def test_sft_data_then_sft_then_rl_end_to_end(tmp_path) -> None:
     common = COMMON.format(model=tmp_path / "tiny", corpus=CORPUS, home=tmp_path / "home")
     sft = _write(tmp_path, "sft.toml", f'output_dir = "sft"\ndata_dir = "data"\n{common}\n'
-                 '[teacher]\nbackend = "hf"\ncontext_budget = 3000\nmax_steps = 2\n'
+                 '[teacher]\nbackend = "hf"\n[teacher.run]\ncontext_budget = 3000\nmax_steps = 2\n'
                  '[optim]\nmax_steps = 1\nlearning_rate = 0.001\n')
     # 1. teacher trajectories from the real agent (the untrained tiny model as teacher: all rejected, with reasons)
     res = runner.invoke(app, ["sft-data", "--config", str(sft)])
@@ -61,7 +61,7 @@ def test_sft_data_then_sft_then_rl_end_to_end(tmp_path) -> None:
     # 3. RL from the SFT model over the indexed corpus (SIRAS trainer, adaptive schedule)
     rl_common = common.replace(f'path = "{tmp_path / "tiny"}"', f'path = "{tmp_path / "sft" / "final"}"')
     rl = _write(tmp_path, "rl.toml", f'output_dir = "rl"\n{rl_common}\n'
-                '[env]\ncontext_budget = 3000\nmax_steps = 2\n[schedule]\nenabled = true\nn_clusters = 2\n'
+                '[env.run]\ncontext_budget = 3000\nmax_steps = 2\n[schedule]\nenabled = true\nn_clusters = 2\n'
                 '[grpo]\nmax_steps = 1\nmax_completion_length = 24\nmax_tool_calling_iterations = 2\n')
     dry = runner.invoke(app, ["rl", "--config", str(rl), "--dry-run"])
     assert dry.exit_code == 0 and "dry run ok" in dry.output, dry.output

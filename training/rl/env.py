@@ -30,21 +30,23 @@ from agent import prompts
 from agent.graph import AgentDeps, AgentGraph
 from agent.llm import ChatModel, Message, ToolCall
 from agent.state import RunState
-from eventfold.run_options import RunOptions
+from eventfold.run_options import run_options_with
 from eventrag.schema import SearchBackend
 from training.rl.rewards import EpisodeOutcome, RewardBreakdown, RewardConfig, episode_reward
 
+# the research environment's own run defaults (short episodes, short results); keys a config leaves out
+RLRunOptions = run_options_with(
+    context_budget=2048, max_steps=8, search_top_k=3, result_chars=300, read_chars=800, fold_summary="deterministic"
+)
+
 
 class EnvConfig(BaseModel):
+    """The research environment: the agent's run config (`RunOptions`, TOML ``[env.run]``) plus what
+    only training has. ``run.context_budget`` is the rendered-context budget the status line shows."""
+
     model_config = ConfigDict(extra="forbid")
 
-    context_budget: int = Field(
-        2048, ge=256, description="rendered-context tokens before the cost term starts"
-    )
-    max_steps: int = Field(8, ge=1, le=200)
-    search_top_k: int = Field(3, ge=1, le=50)
-    result_chars: int = Field(300, ge=50)
-    read_chars: int = Field(800, ge=100)
+    run: RLRunOptions = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
     guard: bool = Field(False, description="run the agent's budget guard (safety-net folds) after each step")
     reward: RewardConfig = Field(default_factory=RewardConfig)
 
@@ -65,15 +67,9 @@ class ResearchEnv:
 
     def __init__(self, backend: SearchBackend, counter: ChatModel, config: EnvConfig | None = None) -> None:
         self._config = config or EnvConfig()
-        self._options = RunOptions(
-            max_steps=self._config.max_steps,
-            context_budget=self._config.context_budget,
-            fold=True,
-            fold_summary="deterministic",  # no LLM inside a rollout: the policy may write its own summary
-            search_top_k=self._config.search_top_k,
-            result_chars=self._config.result_chars,
-            read_chars=self._config.read_chars,
-        )
+        # the environment always offers fold/unfold, and no LLM runs inside a rollout: the policy may
+        # write its own fold summary, else the summary is deterministic
+        self._options = self._config.run.model_copy(update={"fold": True, "fold_summary": "deterministic"})
         self._graph = AgentGraph(AgentDeps(model=counter, backend=backend), self._options)
         self._run: RunState | None = None
         self._golds: list[str] = []
@@ -141,10 +137,10 @@ class ResearchEnv:
         if run.status != "running":
             run.counters.tool_errors += 1
             return "error: the episode has ended (an answer was given); do not call more tools"
-        if len(run.steps) >= self._config.max_steps:
+        if len(run.steps) >= self._options.max_steps:
             run.counters.tool_errors += 1
-            run.status, run.stop_reason = "forced", f"step cap of {self._config.max_steps} reached"
-            return f"error: step cap of {self._config.max_steps} reached; the episode is over"
+            run.status, run.stop_reason = "forced", f"step cap of {self._options.max_steps} reached"
+            return f"error: step cap of {self._options.max_steps} reached; the episode is over"
         args = {k: v for k, v in arguments.items() if v is not None}
         call = ToolCall(id=f"call_{run.next_step}", name=name, arguments=args)
         run.pending = [Message(role="assistant", content="", tool_calls=[call])]
@@ -162,9 +158,9 @@ class ResearchEnv:
         run = self.run_state
         return prompts.STATUS.format(
             step=run.next_step,
-            max_steps=self._config.max_steps,
+            max_steps=self._options.max_steps,
             tokens=run.counters.final_context_tokens,
-            budget=self._config.context_budget,
+            budget=self._options.context_budget,
         )
 
     def _sample_context(self) -> None:

@@ -231,7 +231,7 @@ def build_rl_trainer(
         reward_funcs=[make_reward(scheduler, cfg.grpo.num_generations)],
         args=grpo_args(cfg),
         train_dataset=Dataset.from_list(
-            rl_rows(questions, cfg.env.context_budget, _first_status(backend, counter, cfg))
+            rl_rows(questions, cfg.env.run.context_budget, _first_status(backend, counter, cfg))
         ),
         processing_class=tokenizer,
         environment_factory=lambda: ResearchEnv(backend, counter, cfg.env),

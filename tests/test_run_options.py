@@ -1,0 +1,62 @@
+"""One run config: `RunOptions` in Settings (env/TOML), per-run overrides, and the RL / SFT-teacher
+sections that nest it with defaults of their own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from eventfold.run_options import RunOptions
+from eventfold.settings import Settings
+
+CONFIGS = Path(__file__).resolve().parents[1] / "training" / "configs"
+
+
+def test_settings_run_from_env_and_toml(tmp_path, monkeypatch):
+    monkeypatch.setenv("EVENTFOLD_RUN__MAX_STEPS", "30")
+    assert Settings().run.max_steps == 30
+    toml = tmp_path / "s.toml"
+    toml.write_text("[run]\ncontext_budget = 4000\nsearch_top_k = 7\n")
+    s = Settings.from_toml(toml)
+    assert (s.run.context_budget, s.run.search_top_k, s.run.answer_max_tokens) == (4000, 7, 64)
+
+
+def test_a_misspelt_run_key_is_refused():
+    with pytest.raises(ValidationError, match="max_stepz"):
+        Settings(run={"max_stepz": 3})
+    with pytest.raises(ValidationError, match="context_budget"):
+        Settings(run={"context_budget": 3})
+
+
+def test_run_options_apply_overrides_and_the_local_window():
+    s = Settings(run={"max_steps": 3, "report_mode": "long"}, llm={"n_ctx": 4096})
+    opts = s.run_options(max_steps=5, report_mode=None)
+    assert (opts.max_steps, opts.report_mode, opts.context_window) == (5, "long", 4096)
+    remote = Settings(llm={"backend": "openai", "base_url": "http://x:1/v1"})
+    assert remote.run_options().context_window is None
+    assert s.run.max_steps == 3  # the settings are not changed by a run's overrides
+
+
+def test_rl_env_keeps_its_own_defaults_for_keys_a_config_leaves_out():
+    from training.rl.env import EnvConfig
+
+    default = EnvConfig().run
+    assert (default.max_steps, default.context_budget, default.search_top_k, default.fold_summary) == (
+        8, 2048, 3, "deterministic")
+    partial = EnvConfig(run={"max_steps": 4}).run
+    assert (partial.max_steps, partial.context_budget, partial.result_chars) == (4, 2048, 300)
+    assert EnvConfig(run=RunOptions(max_steps=4)).run.context_budget == 6000  # a full object is taken as is
+    with pytest.raises(ValidationError, match="max_stepz"):
+        EnvConfig(run={"max_stepz": 4})
+
+
+def test_shipped_training_configs_nest_the_run_config():
+    from training.config import RLRunConfig, SFTRunConfig, load_config
+
+    rl = load_config(CONFIGS / "rl_tiny.toml", RLRunConfig)
+    assert (rl.env.run.context_budget, rl.env.run.max_steps, rl.env.run.search_top_k) == (3000, 4, 2)
+    assert rl.env.run.read_chars == 800  # not in the file: the environment's default
+    sft = load_config(CONFIGS / "sft_tiny.toml", SFTRunConfig)
+    assert (sft.teacher.run.context_budget, sft.teacher.run.max_steps) == (3000, 6)
