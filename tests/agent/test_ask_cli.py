@@ -21,7 +21,7 @@ def test_ask_refuses_an_empty_question(tmp_path, monkeypatch):
 def test_ask_refuses_an_absurd_budget_and_a_missing_corpus(tmp_path, monkeypatch):
     monkeypatch.setenv("EVENTFOLD_HOME", str(tmp_path))
     result = CliRunner().invoke(app, ["ask", "Who?", "--budget", "3"])
-    assert result.exit_code == 2 and "invalid settings" in out(result) and "context_tokens" in out(result)
+    assert result.exit_code == 2 and "invalid settings" in out(result) and "run.context_budget" in out(result)
     result = CliRunner().invoke(app, ["ask", "Who?", "--corpus", str(tmp_path / "nope")])
     assert result.exit_code == 2 and "is not a directory" in out(result)
 
