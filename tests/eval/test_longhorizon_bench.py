@@ -13,7 +13,7 @@ from pathlib import Path
 from eval_scripted import ScriptedChat
 
 from agent.graph import AgentDeps
-from agent.options import RunOptions
+from eventfold.run_options import RunOptions
 from eval.longhorizon.tasks import CompositeTask, SubQuestion, render_request
 from eventfold.llm.types import Message
 from eventrag.schema import Chunk, RetrievalResult, RetrievedChunk
