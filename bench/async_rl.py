@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.toy_task import build_warm_start, prompts, toy_reward  # noqa: E402
+from bench.toy_task import build_warm_start, fit_steps, prompts, seconds_left, toy_reward  # noqa: E402
 from training.rl.pipeline import PipelineConfig  # noqa: E402
 from training.rl.pipeline.loop import run_pipeline  # noqa: E402
 
@@ -56,10 +56,19 @@ def main() -> None:
     ap.add_argument("--verify-workers", type=int, default=2)
     ap.add_argument("--groups-per-step", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--deadline", help="UTC HH:MM to finish by (default: <out>/deadline.async if present)")
+    ap.add_argument(
+        "--est-step-s", type=float, default=8.0, help="seconds per learner step (2-core box, load ~10)"
+    )
     ap.add_argument("--out", type=Path, default=Path("runs/siras_toy"))
     ap.add_argument("--results", type=Path, default=Path("bench/results"))
     args = ap.parse_args()
     start = build_warm_start(args.out)
+    left = seconds_left(args.out, args.deadline, "deadline.async")
+    steps = fit_steps(args.steps, None if left is None else left - 60, 2, args.est_step_s, 0.0, floor=4)
+    if steps != args.steps:
+        print(f"{left:.0f}s to the deadline: {steps} steps per mode instead of {args.steps}", flush=True)
+    args.steps = steps
     cfg = PipelineConfig(
         max_lag=args.max_lag, rollout_workers=args.rollout_workers, verify_workers=args.verify_workers,
         groups_per_step=args.groups_per_step, queue_size=args.groups_per_step, num_generations=8,

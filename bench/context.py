@@ -99,7 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dataset", default="hotpotqa")
     ap.add_argument(
         "--data-dir",
-        default=os.environ.get("EVENTFOLD_SHARED_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")),
+        default=os.environ.get(
+            "EVENTFOLD_SHARED_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")
+        ),
     )
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--max-steps", type=int, default=4)

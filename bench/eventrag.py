@@ -34,7 +34,10 @@ from eventrag.query.lexical import LexicalIndex  # noqa: E402
 from eventrag.schema import Document  # noqa: E402
 
 # The shared benchmark data lives beside the clone (never in it); EVENTFOLD_SHARED_DATA overrides.
-DATA = Path(os.environ.get("EVENTFOLD_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")) / "multihop"
+DATA = (
+    Path(os.environ.get("EVENTFOLD_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+    / "multihop"
+)
 KS = (2, 5, 10)
 MODES = ("naive", "graph", "event", "agentic")
 
@@ -52,15 +55,26 @@ def load(dataset: str, data_dir: Path) -> tuple[list[Document], list[Question]]:
         by_title: dict[str, set[str]] = {}
         for d in docs:
             by_title.setdefault(d.title, set()).add(d.doc_id)
-        qs = [json.loads(line) for line in (data_dir / "2wiki/2wiki_retrieval101.jsonl").read_text().splitlines() if line]
-        return docs, [Question(q["question"], {i for t in q["gold_titles"] for i in by_title.get(t, ())}) for q in qs]
+        qs = [
+            json.loads(line)
+            for line in (data_dir / "2wiki/2wiki_retrieval101.jsonl").read_text().splitlines()
+            if line
+        ]
+        return docs, [
+            Question(q["question"], {i for t in q["gold_titles"] for i in by_title.get(t, ())}) for q in qs
+        ]
     if dataset == "hotpotqa":
         corpus = json.loads((data_dir / "hotpotqa_train100/hotpotqa_train_corpus.json").read_text())
-        docs = [Document(doc_id=f"p{i}", title=t, text="".join(s).strip()) for i, (t, s) in enumerate(corpus.items())]
+        docs = [
+            Document(doc_id=f"p{i}", title=t, text="".join(s).strip())
+            for i, (t, s) in enumerate(corpus.items())
+        ]
         by_title = {d.title: {d.doc_id} for d in docs}
         qs = json.loads((data_dir / "hotpotqa_train100/hotpotqa_train.json").read_text())
-        return docs, [Question(q["question"], {i for t, _ in q["supporting_facts"] for i in by_title.get(t, ())})
-                      for q in qs]
+        return docs, [
+            Question(q["question"], {i for t, _ in q["supporting_facts"] for i in by_title.get(t, ())})
+            for q in qs
+        ]
     if dataset == "musique":
         corpus = json.loads((data_dir / "musique_train100/musique_train_corpus.json").read_text())
         docs = [Document(doc_id=f"p{i}", title=p["title"], text=p["text"]) for i, p in enumerate(corpus)]
@@ -68,14 +82,19 @@ def load(dataset: str, data_dir: Path) -> tuple[list[Document], list[Question]]:
         qs = json.loads((data_dir / "musique_train100/musique_train.json").read_text())
         out = []
         for q in qs:
-            gold = {by_key[(p["title"], p["paragraph_text"].strip())] for p in q["paragraphs"]
-                    if p["is_supporting"] and (p["title"], p["paragraph_text"].strip()) in by_key}
+            gold = {
+                by_key[(p["title"], p["paragraph_text"].strip())]
+                for p in q["paragraphs"]
+                if p["is_supporting"] and (p["title"], p["paragraph_text"].strip()) in by_key
+            }
             out.append(Question(q["question"], gold))
         return docs, out
     raise SystemExit(f"unknown dataset {dataset!r}")
 
 
-def subset(docs: list[Document], qs: list[Question], n: int, distractors: int) -> tuple[list[Document], list[Question]]:
+def subset(
+    docs: list[Document], qs: list[Question], n: int, distractors: int
+) -> tuple[list[Document], list[Question]]:
     qs = qs[:n]
     gold = set().union(*(q.gold for q in qs))
     rest = sorted(d.doc_id for d in docs if d.doc_id not in gold)
@@ -119,12 +138,18 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=DATA)
     ap.add_argument("--extract", choices=["rules", "llm"], default="rules")
     ap.add_argument("--model", default="qwen2.5-coder-0.5b", help="packaged GGUF used for --extract llm")
-    ap.add_argument("--model-path", type=Path, default=None, help="GGUF file (default: the pulled packaged model)")
-    ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads (1 is fastest on a contended CPU)")
+    ap.add_argument(
+        "--model-path", type=Path, default=None, help="GGUF file (default: the pulled packaged model)"
+    )
+    ap.add_argument(
+        "--threads", type=int, default=1, help="llama.cpp threads (1 is fastest on a contended CPU)"
+    )
     ap.add_argument("--subset", type=int, default=0, help="first N questions + their gold + distractors")
     ap.add_argument("--distractors", type=int, default=40)
     ap.add_argument("--graph", choices=["embedded", "neo4j"], default="embedded")
-    ap.add_argument("--home", type=Path, default=None, help="where indexes and the LLM cache go (default: temp)")
+    ap.add_argument(
+        "--home", type=Path, default=None, help="where indexes and the LLM cache go (default: temp)"
+    )
     ap.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = ap.parse_args()
 
@@ -139,20 +164,37 @@ def main() -> None:
     from eventfold.settings import default_home
 
     model_path = args.model_path or default_home() / "models" / f"{args.model}.gguf"
-    llm = {"packaged_model": args.model, "model_path": str(model_path), "n_ctx": 4096, "concurrency": 1,
-           "n_threads": args.threads}
-    settings = Settings(home=home, index=f"{args.dataset}-{args.extract}-{len(docs)}", llm=llm,
-                        graph={"backend": args.graph})
-    print(f"dataset={args.dataset} passages={len(docs)} questions={len(qs)} extract={args.extract}"
-          f"{' model=' + args.model if args.extract == 'llm' else ''} graph={args.graph} home={home}", flush=True)
-    res: dict[str, object] = {"dataset": args.dataset, "passages": len(docs), "questions": len(qs),
-                              "extract": args.extract, "model": args.model if args.extract == "llm" else None}
+    llm = {
+        "packaged_model": args.model,
+        "model_path": str(model_path),
+        "n_ctx": 4096,
+        "concurrency": 1,
+        "n_threads": args.threads,
+    }
+    settings = Settings(
+        home=home, index=f"{args.dataset}-{args.extract}-{len(docs)}", llm=llm, graph={"backend": args.graph}
+    )
+    print(
+        f"dataset={args.dataset} passages={len(docs)} questions={len(qs)} extract={args.extract}"
+        f"{' model=' + args.model if args.extract == 'llm' else ''} graph={args.graph} home={home}",
+        flush=True,
+    )
+    res: dict[str, object] = {
+        "dataset": args.dataset,
+        "passages": len(docs),
+        "questions": len(qs),
+        "extract": args.extract,
+        "model": args.model if args.extract == "llm" else None,
+    }
     embedder = TimedEmbedder(make_embedder(settings))
     with open_stack(settings, embedder=embedder, extract=args.extract) as stack:
         s = stack.indexer.index_documents(docs)
-        print(f"index: {s.docs_indexed} docs, {s.chunks} chunks, {s.events} events, {s.entities} entities, "
-              f"{s.entity_merges} merges, {s.edges} edges ({s.inferred_edges} inferred), {s.chunks_failed} failed, "
-              f"{s.llm_calls} LLM calls, {s.elapsed_s:.1f}s", flush=True)
+        print(
+            f"index: {s.docs_indexed} docs, {s.chunks} chunks, {s.events} events, {s.entities} entities, "
+            f"{s.entity_merges} merges, {s.edges} edges ({s.inferred_edges} inferred), {s.chunks_failed} failed, "
+            f"{s.llm_calls} LLM calls, {s.elapsed_s:.1f}s",
+            flush=True,
+        )
         res["index"] = s.model_dump(exclude={"skipped", "failures"})
         res["chunks_per_min"] = s.chunks / s.elapsed_s * 60 if s.elapsed_s and s.chunks else 0.0
         if s.docs_unchanged == len(docs):
@@ -200,14 +242,28 @@ def main() -> None:
     print("\nlatency (no LLM calls; shared 2-core machine, noisy):")
     for mode, v in lat.items():
         w = lat_noemb[mode]
-        print(f"  {mode:<8} p50 {np.percentile(v, 50) * 1000:7.1f} ms   p95 {np.percentile(v, 95) * 1000:7.1f} ms"
-              f"   | without query embedding: p50 {np.percentile(w, 50) * 1000:6.1f} ms  p95 {np.percentile(w, 95) * 1000:6.1f} ms")
-    print(f"\nindexing: {res['chunks_per_min']:.0f} chunks/min, {res['llm_calls_per_chunk']:.2f} LLM calls/chunk"
-          + (f", re-index cache hit rate {res['reindex_cache_hit_rate']:.0%}" if "reindex_cache_hit_rate" in res else ""))
+        print(
+            f"  {mode:<8} p50 {np.percentile(v, 50) * 1000:7.1f} ms   p95 {np.percentile(v, 95) * 1000:7.1f} ms"
+            f"   | without query embedding: p50 {np.percentile(w, 50) * 1000:6.1f} ms  p95 {np.percentile(w, 95) * 1000:6.1f} ms"
+        )
+    print(
+        f"\nindexing: {res['chunks_per_min']:.0f} chunks/min, {res['llm_calls_per_chunk']:.2f} LLM calls/chunk"
+        + (
+            f", re-index cache hit rate {res['reindex_cache_hit_rate']:.0%}"
+            if "reindex_cache_hit_rate" in res
+            else ""
+        )
+    )
     res["recall"] = rows
-    res["latency_ms"] = {m: {"p50": float(np.percentile(v, 50) * 1000), "p95": float(np.percentile(v, 95) * 1000),
-                             "p50_no_embed": float(np.percentile(lat_noemb[m], 50) * 1000),
-                             "p95_no_embed": float(np.percentile(lat_noemb[m], 95) * 1000)} for m, v in lat.items()}
+    res["latency_ms"] = {
+        m: {
+            "p50": float(np.percentile(v, 50) * 1000),
+            "p95": float(np.percentile(v, 95) * 1000),
+            "p50_no_embed": float(np.percentile(lat_noemb[m], 50) * 1000),
+            "p95_no_embed": float(np.percentile(lat_noemb[m], 95) * 1000),
+        }
+        for m, v in lat.items()
+    }
     if args.json:
         args.json.write_text(json.dumps(res, indent=2))
 

@@ -26,12 +26,21 @@ PASSAGE = (
     "and in 2015 it acquired the sensor maker Widgetly, whose founder Tom Reyes joined the board. "
 )
 TOOLS = [
-    ToolSpec(name="search", description="Search the documents.",
-             parameters={"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}),
-    ToolSpec(name="answer", description="Give the final short answer.",
-             parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
-    ToolSpec(name="fold", description="Summarise old steps to save context.",
-             parameters={"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]}),
+    ToolSpec(
+        name="search",
+        description="Search the documents.",
+        parameters={"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+    ),
+    ToolSpec(
+        name="answer",
+        description="Give the final short answer.",
+        parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    ),
+    ToolSpec(
+        name="fold",
+        description="Summarise old steps to save context.",
+        parameters={"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]},
+    ),
 ]
 
 
@@ -68,8 +77,10 @@ def measure(name: str, settings: Settings, threads: int | None, gen: int) -> dic
     row["gen_tok_s"] = p.n_eval / (p.t_eval_ms / 1e3)
     row["prompt_tokens"] = p.n_p_eval
 
-    step1 = [Message(role="system", content="You are a research assistant."),
-             Message(role="user", content="Who founded the company that acquired Widgetly?")]
+    step1 = [
+        Message(role="system", content="You are a research assistant."),
+        Message(role="user", content="Who founded the company that acquired Widgetly?"),
+    ]
     reset_perf(model, kv=True)
     t = time.perf_counter()
     first = model.chat(step1, tools=TOOLS, tool_choice="required")
@@ -77,7 +88,10 @@ def measure(name: str, settings: Settings, threads: int | None, gen: int) -> dic
     p = perf(model)
     row["action_gen_tok_s"] = p.n_eval / (p.t_eval_ms / 1e3)
     call = first.tool_calls[0]
-    step2 = step1 + [first.message, Message(role="tool", tool_call_id=call.id, name=call.name, content=PASSAGE)]
+    step2 = step1 + [
+        first.message,
+        Message(role="tool", tool_call_id=call.id, name=call.name, content=PASSAGE),
+    ]
     reset_perf(model, kv=False)
     t = time.perf_counter()
     model.chat(step2, tools=TOOLS, tool_choice="required")
@@ -93,7 +107,9 @@ def measure(name: str, settings: Settings, threads: int | None, gen: int) -> dic
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--models", nargs="+", default=["qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"])
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: auto)")
     parser.add_argument("--gen", type=int, default=64, help="tokens to generate")
@@ -116,8 +132,14 @@ def main() -> None:
                 cells.append(f"{rows[name][metric] / base[metric]:.2f}x" if base[metric] else "-")
         table.add_row(metric, *cells)
     table.add_section()
-    table.add_row("constrained / plain gen tok/s", *_pad([rows[n]["action_gen_tok_s"] / rows[n]["gen_tok_s"] for n in args.models]))
-    table.add_row("KV-reuse step / cold step (s)", *_pad([rows[n]["step_reuse_s"] / rows[n]["step_cold_s"] for n in args.models]))
+    table.add_row(
+        "constrained / plain gen tok/s",
+        *_pad([rows[n]["action_gen_tok_s"] / rows[n]["gen_tok_s"] for n in args.models]),
+    )
+    table.add_row(
+        "KV-reuse step / cold step (s)",
+        *_pad([rows[n]["step_reuse_s"] / rows[n]["step_cold_s"] for n in args.models]),
+    )
     Console(width=160).print(table)
 
 

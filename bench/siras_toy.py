@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.toy_task import build_warm_start, prompts, seed_all, toy_reward  # noqa: E402
+from bench.toy_task import build_warm_start, fit_steps, prompts, seconds_left, seed_all, toy_reward  # noqa: E402
 
 METHODS = ("grpo", "siras", "siras_no_dtw", "siras_no_residual", "siras_no_softclip")
 T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
@@ -148,6 +148,12 @@ def main() -> None:
     ap.add_argument("--warm-correct", type=float, default=0.3)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--budget-s", type=float, default=1800.0, help="no run starts after this many seconds")
+    ap.add_argument(
+        "--deadline", help="UTC HH:MM to finish by (default: <out>/deadline if present): fewer steps"
+    )
+    ap.add_argument(
+        "--est-step-s", type=float, default=5.5, help="seconds per step per worker (2-core box, load ~10)"
+    )
     ap.add_argument("--out", type=Path, default=Path("runs/siras_toy"))
     ap.add_argument("--results", type=Path, default=Path("bench/results"))
     args = ap.parse_args()
@@ -155,7 +161,13 @@ def main() -> None:
     t0 = time.perf_counter()
     start = build_warm_start(args.out, 0, args.warm_steps, args.warm_correct)
     print(f"warm start: {time.perf_counter() - t0:.0f}s ({start})", flush=True)
-    deadline = time.time() + args.budget_s
+    left = seconds_left(args.out, args.deadline)
+    rounds = -(-len(args.seeds) * len(args.methods) // args.workers)  # runs per worker
+    steps = fit_steps(args.steps, left, rounds, args.est_step_s, 10.0)
+    if steps != args.steps:
+        print(f"{left:.0f}s to the deadline: {steps} steps per run instead of {args.steps}", flush=True)
+    args.steps = steps
+    deadline = time.time() + min(args.budget_s, left if left is not None else args.budget_s)
     jobs = [
         (m, s, args.steps, str(start), str(args.out / f"{m}{s}"), deadline)
         for s in args.seeds

@@ -40,14 +40,81 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from eventfold.settings import Settings  # noqa: E402
 
 MODES = ("naive", "graph", "event", "agentic")
-FIRST = ["Alba", "Bram", "Cora", "Dmitri", "Elin", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kira", "Lev", "Mara",
-         "Nils", "Olga", "Pavel", "Quinn", "Rosa", "Sven", "Tala", "Udo", "Vera", "Wim", "Xenia", "Yusuf", "Zora"]
-LAST = ["Reed", "Holt", "Wynn", "Oss", "Lind", "Quill", "Berg", "Vance", "Marsh", "Kell", "Dunn", "Rask", "Sorel"]
-PLACES = ["Tarn", "Vrana", "Millbrook", "Kestrel", "Oslo", "Split", "Graz", "Linz", "Basel", "Varna", "Riga", "Bergen"]
-THINGS = ["mill", "bridge", "harbour wall", "lighthouse", "library", "pumping station", "ferry", "tower", "archive"]
+FIRST = [
+    "Alba",
+    "Bram",
+    "Cora",
+    "Dmitri",
+    "Elin",
+    "Farid",
+    "Greta",
+    "Hugo",
+    "Ines",
+    "Jonas",
+    "Kira",
+    "Lev",
+    "Mara",
+    "Nils",
+    "Olga",
+    "Pavel",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tala",
+    "Udo",
+    "Vera",
+    "Wim",
+    "Xenia",
+    "Yusuf",
+    "Zora",
+]
+LAST = [
+    "Reed",
+    "Holt",
+    "Wynn",
+    "Oss",
+    "Lind",
+    "Quill",
+    "Berg",
+    "Vance",
+    "Marsh",
+    "Kell",
+    "Dunn",
+    "Rask",
+    "Sorel",
+]
+PLACES = [
+    "Tarn",
+    "Vrana",
+    "Millbrook",
+    "Kestrel",
+    "Oslo",
+    "Split",
+    "Graz",
+    "Linz",
+    "Basel",
+    "Varna",
+    "Riga",
+    "Bergen",
+]
+THINGS = [
+    "mill",
+    "bridge",
+    "harbour wall",
+    "lighthouse",
+    "library",
+    "pumping station",
+    "ferry",
+    "tower",
+    "archive",
+]
 VERBS = ["built", "repaired", "closed", "reopened", "sold", "flooded", "painted", "moved", "inspected"]
-QUERIES = ["Who built the mill in Kestrel?", "What happened to the bridge in Tarn after the flood?",
-           "Why was the pumping station in Millbrook closed?", "What did Olga Oss inspect in Riga?"]
+QUERIES = [
+    "Who built the mill in Kestrel?",
+    "What happened to the bridge in Tarn after the flood?",
+    "Why was the pumping station in Millbrook closed?",
+    "What did Olga Oss inspect in Riga?",
+]
 
 
 # --- corpus ----------------------------------------------------------------------------------------
@@ -56,7 +123,11 @@ def person(rng: random.Random) -> str:
 
 
 def sentence(rng: random.Random) -> str:
-    day, month, year = rng.randint(1, 28), rng.choice(["January", "March", "May", "July", "October"]), rng.randint(1850, 2020)
+    day, month, year = (
+        rng.randint(1, 28),
+        rng.choice(["January", "March", "May", "July", "October"]),
+        rng.randint(1850, 2020),
+    )
     s = f"On {day} {month} {year} {person(rng)} {rng.choice(VERBS)} the {rng.choice(THINGS)} in {rng.choice(PLACES)}."
     if rng.random() < 0.3:
         s += f" Because of this, {person(rng)} {rng.choice(VERBS)} the {rng.choice(THINGS)} in {rng.choice(PLACES)}."
@@ -82,7 +153,9 @@ def mutate(root: Path, rng: random.Random, counter: list[int]) -> dict[str, int]
     edits = rng.sample(files, k=min(len(files), rng.randint(1, 6)))
     for p in edits:
         text = p.read_text(encoding="utf-8")
-        p.write_text(text + sentence(rng) + "\n" if rng.random() < 0.7 else document(rng, counter[0]), encoding="utf-8")
+        p.write_text(
+            text + sentence(rng) + "\n" if rng.random() < 0.7 else document(rng, counter[0]), encoding="utf-8"
+        )
         counter[0] += 1
     rest = [p for p in files if p not in edits]
     deletes = rng.sample(rest, k=min(len(rest), rng.randint(0, 3)))
@@ -134,8 +207,14 @@ def snapshot(st: Any, latency: dict[str, list[float]] | None = None) -> dict[str
             top[f"{m}:{q}"] = [c.chunk_id for c in st.retriever.retrieve(q, mode=m, top_k=5).chunks]
             if latency is not None:
                 latency[m].append(time.perf_counter() - t0)
-    return {"labels": stats.nodes_by_label, "edges": stats.edges_by_type, "vectors": vectors, "docs": docs,
-            "status": status, "top5": top}
+    return {
+        "labels": stats.nodes_by_label,
+        "edges": stats.edges_by_type,
+        "vectors": vectors,
+        "docs": docs,
+        "status": status,
+        "top5": top,
+    }
 
 
 def diff(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
@@ -144,8 +223,10 @@ def diff(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
         if a[key] != b[key]:
             out.append(f"{key}: incremental {a[key]} != clean {b[key]}")
     if a["docs"] != b["docs"]:
-        out.append(f"docs: only incremental {sorted(set(a['docs']) - set(b['docs']))[:5]}, "
-                   f"only clean {sorted(set(b['docs']) - set(a['docs']))[:5]}")
+        out.append(
+            f"docs: only incremental {sorted(set(a['docs']) - set(b['docs']))[:5]}, "
+            f"only clean {sorted(set(b['docs']) - set(a['docs']))[:5]}"
+        )
     for q, ids in a["top5"].items():
         if ids != b["top5"][q]:
             out.append(f"top5 {q}: {ids} != {b['top5'][q]}")
@@ -174,7 +255,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--home", type=Path, default=Path("/tmp/i17-soak"))
     ap.add_argument("--out", type=Path, default=None, help="write the result JSON here")
-    ap.add_argument("--deadline-s", type=float, default=float("inf"), help="stop after the round passing this")
+    ap.add_argument(
+        "--deadline-s", type=float, default=float("inf"), help="stop after the round passing this"
+    )
     args = ap.parse_args()
     from eventrag.embed import make_embedder
 
@@ -198,7 +281,9 @@ def main() -> int:
             inc.retriever.retrieve(q, mode=m, top_k=5)
     rss_start = rss_mib()
     random_calls = max(0, args.calls - args.rounds * len(QUERIES) * len(MODES))
-    per_round = [random_calls // args.rounds + (1 if r < random_calls % args.rounds else 0) for r in range(args.rounds)]
+    per_round = [
+        random_calls // args.rounds + (1 if r < random_calls % args.rounds else 0) for r in range(args.rounds)
+    ]
     pool = QUERIES + [f"What did {person(rng)} do in {rng.choice(PLACES)}?" for _ in range(40)]
     calls = 0
     rounds_done = 0
@@ -241,23 +326,35 @@ def main() -> int:
             traceback.print_exc()
             continue
         mismatches += [f"round {r}: {m}" for m in found]
-        print(f"round {r + 1}/{args.rounds}: {change}, pruned {s.docs_pruned}, indexed {s.docs_indexed}, "
-              f"{len(found)} mismatches, {calls} calls, rss {rss_mib():.0f} MiB, "
-              f"{time.perf_counter() - t_start:.0f} s", flush=True)
+        print(
+            f"round {r + 1}/{args.rounds}: {change}, pruned {s.docs_pruned}, indexed {s.docs_indexed}, "
+            f"{len(found)} mismatches, {calls} calls, rss {rss_mib():.0f} MiB, "
+            f"{time.perf_counter() - t_start:.0f} s",
+            flush=True,
+        )
         if found:
             print("  " + "\n  ".join(found[:5]), flush=True)
     inc.close()
     rss_end = rss_mib()
     result = {
-        "docs": args.docs, "rounds": rounds_done, "rounds_asked": args.rounds,
+        "docs": args.docs,
+        "rounds": rounds_done,
+        "rounds_asked": args.rounds,
         "calls": sum(len(v) for v in latency.values()),
-        "errors": len(errors), "mismatches": len(mismatches), "rss_start_mib": round(rss_start, 1),
-        "rss_end_mib": round(rss_end, 1), "rss_growth": round(rss_end / rss_start - 1, 4),
+        "errors": len(errors),
+        "mismatches": len(mismatches),
+        "rss_start_mib": round(rss_start, 1),
+        "rss_end_mib": round(rss_end, 1),
+        "rss_growth": round(rss_end / rss_start - 1, 4),
         "reindex_p50_s": round(statistics.median(index_s), 3) if index_s else None,
-        "latency_ms": {m: {"n": len(v), "p50": round(pct(v, 50) * 1000, 1), "p95": round(pct(v, 95) * 1000, 1)}
-                       for m, v in latency.items()},
-        "wall_s": round(time.perf_counter() - t_start, 1), "load_avg": os.getloadavg(),
-        "first_errors": errors[:10], "first_mismatches": mismatches[:10],
+        "latency_ms": {
+            m: {"n": len(v), "p50": round(pct(v, 50) * 1000, 1), "p95": round(pct(v, 95) * 1000, 1)}
+            for m, v in latency.items()
+        },
+        "wall_s": round(time.perf_counter() - t_start, 1),
+        "load_avg": os.getloadavg(),
+        "first_errors": errors[:10],
+        "first_mismatches": mismatches[:10],
     }
     print(json.dumps(result, indent=2))
     print(table(result))
@@ -268,12 +365,18 @@ def main() -> int:
 
 def table(r: dict[str, Any]) -> str:
     rows = [f"| {m} | {v['n']} | {v['p50']} | {v['p95']} |" for m, v in r["latency_ms"].items()]
-    return "\n".join([
-        f"docs {r['docs']}, rounds {r['rounds']}/{r['rounds_asked']}, retrieve calls {r['calls']}: errors {r['errors']}, "
-        f"mismatches {r['mismatches']}, RSS {r['rss_start_mib']} -> {r['rss_end_mib']} MiB "
-        f"({r['rss_growth'] * 100:+.1f}%), re-index p50 {r['reindex_p50_s']} s, wall {r['wall_s']} s, "
-        f"load avg {', '.join(f'{x:.2f}' for x in r['load_avg'])}",
-        "", "| mode | calls | p50 ms | p95 ms |", "|---|---|---|---|", *rows])
+    return "\n".join(
+        [
+            f"docs {r['docs']}, rounds {r['rounds']}/{r['rounds_asked']}, retrieve calls {r['calls']}: errors {r['errors']}, "
+            f"mismatches {r['mismatches']}, RSS {r['rss_start_mib']} -> {r['rss_end_mib']} MiB "
+            f"({r['rss_growth'] * 100:+.1f}%), re-index p50 {r['reindex_p50_s']} s, wall {r['wall_s']} s, "
+            f"load avg {', '.join(f'{x:.2f}' for x in r['load_avg'])}",
+            "",
+            "| mode | calls | p50 ms | p95 ms |",
+            "|---|---|---|---|",
+            *rows,
+        ]
+    )
 
 
 if __name__ == "__main__":

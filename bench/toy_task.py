@@ -13,6 +13,7 @@ answer), so the model writes the format and is partly competent; RL has to sharp
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 from pathlib import Path
 
@@ -102,3 +103,26 @@ def build_warm_start(out: Path, seed: int = 0, steps: int = 150, correct: float 
     model.save_pretrained(out / "warm")
     tok.save_pretrained(out / "warm")
     return out / "warm"
+
+
+def seconds_left(out: Path, deadline: str | None, name: str = "deadline") -> float | None:
+    """Seconds until ``deadline`` (UTC "HH:MM"; default: the first word of ``<out>/<name>`` if that
+    file exists), or None without one. Lets a run queued for the shared bench lock fit its plan to the
+    time left when the lock is finally granted."""
+    if deadline is None and (out / name).is_file():
+        deadline = (out / name).read_text().split()[0]
+    if not deadline:
+        return None
+    now = dt.datetime.now(dt.UTC)
+    h, m = (int(x) for x in deadline.split(":"))
+    return (now.replace(hour=h, minute=m, second=0, microsecond=0) - now).total_seconds()
+
+
+def fit_steps(
+    wanted: int, seconds: float | None, runs: int, step_s: float, overhead_s: float, floor: int = 5
+) -> int:
+    """The most steps (<= wanted, >= floor) such that ``runs`` runs of ``overhead_s + steps·step_s``
+    fit in ``seconds`` (all of ``wanted`` when there is no limit)."""
+    if seconds is None:
+        return wanted
+    return max(floor, min(wanted, int((seconds / max(runs, 1) - overhead_s) / step_s)))
