@@ -1,8 +1,9 @@
 """The credit-assignment toy task shared by bench/siras_toy.py and bench/async_rl.py (CPU, offline).
 
 Prompt "Add a and b." (a, b in 0..MAX_DIGIT). The completion is a long scaffold (~60 tokens) — five steps of fixed
-text that every sibling writes the same way — with one decisive span, "the sum of a and b is S",
-in the middle; the final "Answer: S" copies it. Reward 1 iff the answer equals a + b (verifiable).
+text that every sibling writes the same way — with one decisive span, the bullet line "- sum: S"
+in the middle (a list marker after a newline: its own chunk for SIRAS's structural chunking); the
+final "Answer: S" copies it. Reward 1 iff the answer equals a + b (verifiable).
 Siblings therefore share most of their tokens and differ at the decisive span (plus sampling noise
 in the scaffold): the case where token credit assignment should matter.
 
@@ -34,7 +35,7 @@ def completion_text(a: int, b: int, s: int) -> str:
     return (
         "<think>\nStep 1: read the question.\n"
         f"Step 2: the first number a is {a}.\nStep 3: the second number b is {b}.\n"
-        f"Step 4: the sum of a and b is {s}.\n"
+        f"Step 4: add a and b.\n- sum: {s}\n"
         "Step 5: check the sum and write it down.\n</think>\n\n"
         f"Answer: {s}"
     )
