@@ -177,3 +177,37 @@ def test_answer_named_only_inside_a_restated_question_is_not_mentioned(task):
 def test_parse_sources_reads_chunk_and_doc_ids():
     tail = ["## Sources", "1. `c:ab12` · doc `hotpot-9f` · *T*", "[2] c:cd34 (doc: musique-1)", "- 3. no ids"]
     assert parse_sources(tail) == {1: ("ab12", "hotpot-9f"), 2: ("cd34", "musique-1"), 3: (None, None)}
+
+
+def test_the_agents_own_report_format_is_read(task):
+    """agent/report.py's full report: Findings per plan sub-question (numbered headings), the writer's
+    text above them, Sources as bullets with chunk and doc ids."""
+    from agent.plan import Plan
+    from agent.plan import SubQuestion as PlanQuestion
+    from agent.report import build_report
+    from agent.state import Evidence, RunState
+
+    evidence = {
+        "c1": Evidence(
+            chunk_id="c1", doc_id="d1", title="Quillon Press", text="Harriet Vance founded Quillon Press."
+        ),
+        "c3": Evidence(
+            chunk_id="c3", doc_id="d3", title="Velora Bridge", text="The Velora Bridge is in Marnis."
+        ),
+    }
+    plan = Plan(
+        sub_questions=[
+            PlanQuestion(id=1, text=QUESTIONS[0][0], evidence=["c1"]),
+            PlanQuestion(id=2, text=QUESTIONS[1][0], evidence=["c3"]),
+        ]
+    )
+    run = RunState(
+        question=" ".join(task.request.split()), evidence=evidence, plan=plan, answer="Harriet Vance",
+        answer_citations=["c1"], status="answered", report_body="## 3. When?\nAnswer: March 2015 [c:c1]",
+    )  # fmt: skip
+    report = build_report(run, "m", mode="long")
+    s = score_report(task, report, {cid: ev.doc_id for cid, ev in evidence.items()})
+    assert s.subs[2].answer == "March 2015" and s.subs[2].em == 1.0 and s.subs[2].citation_precision == 0.0
+    # the findings sections restate plan questions 1 and 2: their evidence sentence is the stated answer
+    assert s.subs[0].found and s.subs[0].hit == 1.0 and s.subs[0].citation_precision == 1.0
+    assert s.subs[1].found and "Marnis" in s.subs[1].answer and s.subs[1].citation_precision == 1.0
