@@ -79,7 +79,8 @@ def mentioned_dates(text: str, limit: int = 2) -> list[str]:
 
 
 def _answer_lines(run: RunState, cites: list[Evidence]) -> list[str]:
-    marks = " ".join(f"[c:{ev.chunk_id}]" for ev in cites[:3])
+    unanswered = (run.answer or "").strip().lower().startswith("insufficient")
+    marks = "" if unanswered else " ".join(f"[c:{ev.chunk_id}]" for ev in cites[:3])
     lines = [f"# {neutralize(run.question.strip())}", "", f"**Answer:** {run.answer or '(no answer)'} {marks}".rstrip(), ""]
     if run.answer_source == "reader":
         lines += [f"_Answered by the reader over the collected evidence ({run.stop_reason})._", ""]

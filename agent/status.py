@@ -6,6 +6,7 @@ names the tools accept) and the queries already run."""
 from __future__ import annotations
 
 from agent import prompts
+from agent.leads import leads
 from agent.state import RunState
 from agent.tools.fold import describe_targets
 from eventfold.run_options import RunOptions
@@ -39,5 +40,8 @@ def status_line(run: RunState, options: RunOptions, tokens: int) -> str:
         nxt = run.plan.open()[0]
         lines.append(f"next: search sub-question {nxt.id}, or answer if the evidence suffices")
     elif run.plan.sub_questions:
-        lines.append("next: every sub-question has evidence: answer citing chunk ids, or search what is missing")
+        lines.append("next: every sub-question has evidence: answer citing chunk ids, or search a lead")
+    found = leads(run)
+    if found:
+        lines.append("leads (names in the results, not searched yet): " + "; ".join(found))
     return "\n".join(lines)

@@ -82,6 +82,8 @@ def test_status_line_shows_plan_and_fold_targets(backend):
     assert status.startswith("[status] step 3 of 3")
     assert "1. [done: c:d1#0" in status and "2. [open] Warsaw country" in status
     assert "fold targets: all (steps 1-2), sq1 (steps 2-2)" in status and "unfold: nothing folded" in status
+    # names in the shown results that neither the question nor a search named yet
+    assert "leads (names in the results, not searched yet): Warsaw; Pierre Curie" in status
 
 
 def test_supported_answer_stands_unsupported_one_goes_to_the_reader(backend):
