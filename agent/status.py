@@ -36,12 +36,13 @@ def status_line(run: RunState, options: RunOptions, tokens: int) -> str:
     searched = [q for q in run.queries][-4:]
     if searched:
         lines.append("searched: " + "; ".join(searched))
+    found = leads(run)
+    if found:
+        lines.append("leads (names in the results, not searched yet): " + "; ".join(found))
     if run.plan.open():
         nxt = run.plan.open()[0]
         lines.append(f"next: search sub-question {nxt.id}, or answer if the evidence suffices")
     elif run.plan.sub_questions:
-        lines.append("next: every sub-question has evidence: answer citing chunk ids, or search a lead")
-    found = leads(run)
-    if found:
-        lines.append("leads (names in the results, not searched yet): " + "; ".join(found))
+        lead = f" such as {found[0]!r}" if found else ""
+        lines.append(f"next: every sub-question has evidence: answer citing chunk ids, or search a lead{lead}")
     return "\n".join(lines)

@@ -2,13 +2,14 @@
 each search tied to the plan's sub-question it serves.
 
 A repeated query is not re-run: while a sub-question is still open the search goes to that
-sub-question's own text instead (a repaired call, said so in the result); otherwise the model is
-told what it can do next."""
+sub-question's own text instead, else (with a plan) to the first lead of the status line (a repaired
+call, said so in the result); otherwise the model is told what it can do next."""
 
 from __future__ import annotations
 
 import re
 
+from agent.leads import leads
 from agent.prompts import DATA_NOTE
 from agent.state import Evidence
 from agent.tools.context import ToolContext, neutralize
@@ -70,13 +71,18 @@ def make_search(ctx: ToolContext) -> Tool:
         if not key:
             raise ToolError("query is empty; give a few keywords")
         seen = run.queries.get(key, [])
-        if seen:
+        if seen:  # a repeat finds nothing new: search the next open sub-question, else the next lead
             run.counters.repeated_queries += 1
             fresh = [s for s in run.plan.open() if normalize_query(s.text) not in run.queries]
             if fresh:
                 run.counters.repaired_calls += 1
                 note = f"(already searched {query!r} at step {seen[0]}; searched sub-question {fresh[0].id} instead) "
                 return run_search(ctx, fresh[0].text, fresh[0].id, note)
+            found = leads(run, 1) if run.plan.sub_questions else []
+            if found:
+                run.counters.repaired_calls += 1
+                note = f"(already searched {query!r} at step {seen[0]}; searched the lead {found[0]!r} instead) "
+                return run_search(ctx, found[0], sub_question, note)
         if len(seen) > opts.max_repeat_queries:
             raise ToolError(
                 f"you already searched {query!r} (step {seen[0]}); search other keywords, read a chunk, or answer"

@@ -151,3 +151,15 @@ def test_research_options_search_every_sub_question_first_then_the_model_acts_on
     assert run.status == "answered" and run.answer_source == "model" and run.counters.llm_calls == 2
     status = [c for c in model.calls if c["tools"]][0]["messages"][-1].content
     assert "next: every sub-question has evidence" in status
+
+
+def test_a_repeated_search_after_the_plan_follows_the_first_lead(backend):
+    from agent.leads import leads
+
+    opts = RunOptions(plan="llm", verify_answer=True, auto_search=True)
+    model = ScriptedChatModel([("search", {"query": "Warsaw country"})], json_replies=[PLAN], text_replies=["Warsaw"])
+    res = run_agent(Q, AgentDeps(model, backend), opts)
+    step = res.run.steps[3]
+    assert "searched the lead 'Pierre Curie' instead" in step.results[0].content
+    assert backend.queries[-1] == "Pierre Curie" and res.run.counters.tool_errors == 0
+    assert "Pierre Curie" not in leads(res.run)  # searched: no longer a lead
