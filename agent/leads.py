@@ -11,7 +11,7 @@ import re
 from collections import Counter
 
 from agent.state import RunState
-from eventrag.rules_extract import find_entities
+from eventrag.index.rules_extract import find_entities
 
 MAX_RANK = 3  # only the passages the model was shown
 
