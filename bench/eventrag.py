@@ -22,15 +22,19 @@ import random
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from rich.console import Console  # noqa: E402
+
+from cli.index_progress import index_progress_bar  # noqa: E402
 from eventfold.settings import Settings  # noqa: E402
 from eventrag.query.lexical import LexicalIndex  # noqa: E402
+from eventrag.query.ranking import RetrievalConfig  # noqa: E402
 from eventrag.schema import Document  # noqa: E402
 
 # The shared benchmark data lives beside the clone (never in it); EVENTFOLD_SHARED_DATA overrides.
@@ -46,6 +50,7 @@ MODES = ("naive", "graph", "event", "agentic")
 class Question:
     text: str
     gold: set[str]  # doc ids
+    hops: list[str] | None = None  # MuSiQue: the supporting passage of each hop, in order
 
 
 def load(dataset: str, data_dir: Path) -> tuple[list[Document], list[Question]]:
@@ -82,12 +87,11 @@ def load(dataset: str, data_dir: Path) -> tuple[list[Document], list[Question]]:
         qs = json.loads((data_dir / "musique_train100/musique_train.json").read_text())
         out = []
         for q in qs:
-            gold = {
-                by_key[(p["title"], p["paragraph_text"].strip())]
-                for p in q["paragraphs"]
-                if p["is_supporting"] and (p["title"], p["paragraph_text"].strip()) in by_key
-            }
-            out.append(Question(q["question"], gold))
+            keys = [(p["title"], p["paragraph_text"].strip()) for p in q["paragraphs"]]
+            gold = {by_key[k] for p, k in zip(q["paragraphs"], keys, strict=True) if p["is_supporting"] and k in by_key}
+            steps = [s.get("paragraph_support_idx") for s in q.get("question_decomposition") or []]
+            hops = [by_key.get(keys[i], "") if isinstance(i, int) and 0 <= i < len(keys) else "" for i in steps]
+            out.append(Question(q["question"], gold, hops or None))
         return docs, out
     raise SystemExit(f"unknown dataset {dataset!r}")
 
@@ -131,6 +135,46 @@ class TimedEmbedder:
         finally:
             self.seconds += time.perf_counter() - t0
 
+    def __getattr__(self, name: str) -> object:  # e.g. embed_with_spans (late chunking) when the inner one has it
+        return getattr(self.inner, name)
+
+
+def retrieval_config(overrides: list[str]) -> RetrievalConfig:
+    """`["w_ppr=0.5", "hops=2"]` -> a RetrievalConfig with those fields changed (types from the defaults)."""
+    base = RetrievalConfig()
+    changes: dict[str, object] = {}
+    for item in overrides:
+        key, _, value = item.partition("=")
+        if not hasattr(base, key) or not value:
+            raise SystemExit(f"--set {item!r}: expected FIELD=VALUE with a RetrievalConfig field")
+        kind = type(getattr(base, key))
+        changes[key] = value if kind is str else kind(float(value)) if kind is int else kind(value)
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def sweep(retriever: object, qs: list[Question], modes: list[str], base: RetrievalConfig, grid: list[str]) -> None:
+    """R@2/5/10 per mode for each combination of the grid's values (one process, one index)."""
+    import itertools
+
+    axes = [(k, v.split(",")) for k, _, v in (g.partition("=") for g in grid)]
+    print(f"{'config':<60}{'mode':<9}" + "".join(f"R@{k:<6}" for k in KS), flush=True)
+    for combo in itertools.product(*(vals for _, vals in axes)):
+        items = [f"{k}={v}" for (k, _), v in zip(axes, combo, strict=True)]
+        cfg = replace(base, **{f: getattr(retrieval_config(items), f) for f, _ in axes})
+        retriever.config = cfg  # type: ignore[attr-defined]
+        for mode in modes:
+            got: dict[int, list[float]] = {k: [] for k in KS}
+            hops: dict[int, list[float]] = {}
+            for q in qs:
+                ranked = [c.doc_id for c in retriever.retrieve(q.text, mode=mode, top_k=10).chunks]  # type: ignore[attr-defined]
+                for k in KS:
+                    got[k].append(recall(ranked, q.gold, k))
+                for i, doc in enumerate(q.hops or []):
+                    hops.setdefault(i + 1, []).append(float(doc in ranked[:5]))
+            per_hop = " ".join(f"h{h}:{np.mean(v):.2f}" for h, v in sorted(hops.items()))
+            print(f"{' '.join(items):<60}{mode:<9}" + "".join(f"{np.mean(got[k]):<8.3f}" for k in KS) + per_hop,
+                  flush=True)
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -151,6 +195,12 @@ def main() -> None:
         "--home", type=Path, default=None, help="where indexes and the LLM cache go (default: temp)"
     )
     ap.add_argument("--json", type=Path, default=None, help="also write the results here")
+    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated eventfold modes to run")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a RetrievalConfig field (repeatable), e.g. --set w_ppr=0")
+    ap.add_argument("--limit", type=int, default=0, help="first N questions only")
+    ap.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
+                    help="tuning sweep: recall of --modes for every combination of these RetrievalConfig values")
     args = ap.parse_args()
 
     from eventrag.embed import make_embedder
@@ -160,6 +210,12 @@ def main() -> None:
     if args.subset:
         docs, qs = subset(docs, qs, args.subset, args.distractors)
     qs = [q for q in qs if q.gold]
+    if args.limit:
+        qs = qs[: args.limit]
+    modes = [m for m in args.modes.split(",") if m]
+    if any(m not in MODES for m in modes):
+        raise SystemExit(f"--modes: choose from {', '.join(MODES)}")
+    retrieval = retrieval_config(args.set)
     home = args.home or Path(tempfile.mkdtemp(prefix="eventrag-bench-"))
     from eventfold.settings import default_home
 
@@ -187,18 +243,22 @@ def main() -> None:
         "model": args.model if args.extract == "llm" else None,
     }
     embedder = TimedEmbedder(make_embedder(settings))
-    with open_stack(settings, embedder=embedder, extract=args.extract) as stack:
-        s = stack.indexer.index_documents(docs)
-        print(
-            f"index: {s.docs_indexed} docs, {s.chunks} chunks, {s.events} events, {s.entities} entities, "
-            f"{s.entity_merges} merges, {s.edges} edges ({s.inferred_edges} inferred), {s.chunks_failed} failed, "
-            f"{s.llm_calls} LLM calls, {s.elapsed_s:.1f}s",
-            flush=True,
-        )
+    with open_stack(settings, embedder=embedder, extract=args.extract, retrieval=retrieval) as stack:
+        with index_progress_bar(Console(stderr=True)) as progress:
+            s = stack.indexer.index_documents(docs, progress=progress)
+        print(f"index: {s.docs_indexed} docs, {s.chunks} chunks, {s.events} events, {s.entities} entities, "
+              f"{s.entity_merges} merges, {s.edges} edges ({s.inferred_edges} inferred), {s.chunks_failed} failed, "
+              f"{s.llm_calls} LLM calls, {s.elapsed_s:.1f}s", flush=True)
+        record = home / f"{settings.index}.index.json"  # the build's own numbers, for reruns on the same index
+        if s.docs_indexed:
+            record.write_text(json.dumps(s.model_dump(exclude={"skipped", "failures"}), indent=2))
+        elif record.is_file():
+            s = s.model_validate(json.loads(record.read_text()))
+            print(f"(index reused: indexing numbers below are from its build, {record})")
+        else:
+            print("(index reused from an earlier run: indexing numbers above are not a measurement)")
         res["index"] = s.model_dump(exclude={"skipped", "failures"})
         res["chunks_per_min"] = s.chunks / s.elapsed_s * 60 if s.elapsed_s and s.chunks else 0.0
-        if s.docs_unchanged == len(docs):
-            print("(index reused from an earlier run: indexing numbers above are not a measurement)")
         res["llm_calls_per_chunk"] = s.llm_calls_per_chunk
         if args.extract == "llm":  # re-index every chunk into a second namespace: all calls from the cache
             stack2_settings = settings.model_copy(update={"index": settings.index + "-re"})
@@ -208,22 +268,36 @@ def main() -> None:
             res["reindex_s"] = s2.elapsed_s
         # baselines over the same chunks
         stack.retriever.chat_model = None  # latency and recall below are measured without LLM calls
+        t0 = time.perf_counter()
+        stack.retriever.cache.get()
+        res["query_cache_build_s"] = time.perf_counter() - t0
+        print(f"query cache (BM25, lexicon, passage graph, vector matrices) built in {res['query_cache_build_s']:.1f}s")
         lex = LexicalIndex.build(stack.graph)
         chunk_doc = {n.id: n.props["doc_id"] for n in stack.graph.find_nodes("Chunk", limit=10_000_000)}
+        if args.grid:
+            sweep(stack.retriever, qs, modes, retrieval, args.grid)
+            return
         table: dict[str, dict[int, list[float]]] = {}
         lat: dict[str, list[float]] = {}
         lat_noemb: dict[str, list[float]] = {}
 
+        hop_hits: dict[str, dict[int, list[float]]] = {}  # system -> hop position -> found in the top 5
+
         def add(name: str, ranked_docs: list[str], q: Question) -> None:
             for k in KS:
                 table.setdefault(name, {}).setdefault(k, []).append(recall(ranked_docs, q.gold, k))
+            top5 = set(list(dict.fromkeys(ranked_docs))[:5])
+            for i, doc in enumerate(q.hops or []):
+                if doc:
+                    hop_hits.setdefault(name, {}).setdefault(i + 1, []).append(float(doc in top5))
 
         for qi, q in enumerate(qs, 1):
             if qi % 20 == 0:
                 print(f"  retrieval: {qi}/{len(qs)} questions", flush=True)
             bm25 = [chunk_doc[c] for c, _ in lex.search(q.text, 30)]
             add("BM25", bm25, q)
-            for mode in MODES:
+            for mode in ["naive", *modes] if "naive" not in modes else modes:
+                stack.retriever.query_vectors.clear()  # every latency below includes embedding the query
                 t0, e0 = time.perf_counter(), embedder.seconds
                 r = stack.retriever.retrieve(q.text, mode=mode, top_k=10)
                 lat.setdefault(mode, []).append(time.perf_counter() - t0)
@@ -235,10 +309,18 @@ def main() -> None:
                 else:
                     add(f"eventfold {mode}", ranked, q)
     rows = {name: {k: float(np.mean(v)) for k, v in ks.items()} for name, ks in table.items()}
+    res["config_overrides"] = args.set
     best_base = max(rows[b][5] for b in ("BM25", "dense", "dense+BM25 RRF"))
     print(f"\n{'system':<22}" + "".join(f"R@{k:<7}" for k in KS) + "R@5 vs best baseline")
     for name, r in rows.items():
         print(f"{name:<22}" + "".join(f"{r[k]:<9.3f}" for k in KS) + f"{r[5] - best_base:+.3f}")
+    if hop_hits:  # which hop is lost: recall@5 of each hop's supporting passage
+        n_hops = max(h for v in hop_hits.values() for h in v)
+        print("\nper hop (MuSiQue decomposition): R@5 of the hop's supporting passage")
+        print(f"{'system':<22}" + "".join(f"hop {h:<5}" for h in range(1, n_hops + 1)))
+        for name, hv in hop_hits.items():
+            print(f"{name:<22}" + "".join(f"{np.mean(hv[h]):<9.3f}" if h in hv else f"{'-':<9}" for h in range(1, n_hops + 1)))
+        res["per_hop_r5"] = {name: {h: float(np.mean(v)) for h, v in hv.items()} for name, hv in hop_hits.items()}
     print("\nlatency (no LLM calls; shared 2-core machine, noisy):")
     for mode, v in lat.items():
         w = lat_noemb[mode]

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 import typer
 
 from cli.common import console, err_console, load_settings, safe
+from cli.index_progress import index_progress_bar
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -139,11 +140,13 @@ def multihop_cmd(
 
             chat_model = make_chat_model(settings)
         console.print(f"indexing {len(passages)} passages of {safe(ds.name)} (extract={extract_mode}) …")
-        stack, summary = open_indexed_stack(
-            settings, ds, passages, extract=extract_mode, chat_model=chat_model
-        )  # type: ignore[arg-type]
+        with index_progress_bar(console) as progress:
+            stack, summary = open_indexed_stack(
+                settings, ds, passages, extract=extract_mode, chat_model=chat_model, progress=progress
+            )  # type: ignore[arg-type]
         stack_cm.callback(stack.close)
-        console.print(safe(f"index: {summary.brief()}"[:400]))
+        rate = f", {summary.chunks / summary.elapsed_s * 60:,.0f} chunks/min" if summary.chunks and summary.elapsed_s else ""
+        console.print(safe(f"index: {summary.brief()}"[:400] + rate))
         system = _qa_system(mode, stack.retriever, chat_model if wants_answers or mode == "agent" else None,
                             settings, fold=not no_fold, top_k=top_k, read_k=read_k)  # fmt: skip
         answer_judge = None
@@ -290,5 +293,6 @@ def _drb_backend(settings: Any, cm: ExitStack, chat_model: Any, corpus: list[Pat
         if missing:
             _fail(f"corpus path(s) not found: {', '.join(missing)}")
         console.print(f"indexing {len(corpus)} corpus path(s) into index {safe(scoped.index)} …")
-        stack.indexer.index_paths(corpus)
+        with index_progress_bar(console) as progress:
+            stack.indexer.index_paths(corpus, progress=progress)
     return stack.retriever

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from cli.common import console, err_console, fail, load_settings, safe, setup_logging, store_failure
+from cli.index_progress import index_progress_bar
 from eventfold.settings import Settings
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML settings file.")]
@@ -105,14 +105,7 @@ def register(app: typer.Typer) -> None:
                 console.print(f"{'deleted' if ok else '[yellow]not indexed:[/]'} {safe(doc_id)}")
             if not paths:
                 return
-            with Progress(TextColumn("[bold]indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                          TextColumn("{task.description}"), console=err_console, transient=True) as bar:
-                task = bar.add_task("", total=None)
-
-                def progress(done: int, total: int, current: str) -> None:
-                    # a file name is outside text: "[/x]" in it must not be read as markup
-                    bar.update(task, completed=done, total=total, description=safe(current[-60:]))
-
+            with index_progress_bar(err_console) as progress:
                 summary = stack.indexer.index_paths(paths, progress=progress, prune=prune)
         table = Table(title=Text(f"index '{settings.index}' ({settings.graph.backend} graph, {summary.extractor} extraction)"))
         table.add_column("what")
@@ -130,6 +123,9 @@ def register(app: typer.Typer) -> None:
         for what, n in rows:
             table.add_row(what, f"{n:,}")
         table.add_row("time", f"{summary.elapsed_s:.1f}s")
+        if summary.chunks and summary.elapsed_s > 0:
+            table.add_row("throughput", f"{summary.chunks / summary.elapsed_s * 60:,.0f} chunks/min, "
+                                        f"{summary.events / summary.elapsed_s:,.1f} events/s")
         console.print(table)
         for s in summary.skipped:
             err_console.print(f"[yellow]skipped[/] {safe(s.reason)}", soft_wrap=True)

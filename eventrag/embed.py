@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -46,6 +48,30 @@ def l2_normalise(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.maximum(norms, 1e-12)
+
+
+# A query (or a few sub-queries) is embedded on ONE thread: for a 20-token input the second thread
+# only adds synchronisation, and on a busy 2-core machine waiting for it made one query embedding 6x
+# slower (1.2 s vs 0.2 s at load 9; bench/eventrag.py latency). Batches keep torch's default threads.
+SMALL_BATCH = 8
+
+
+@contextmanager
+def _torch_threads(n: int | None) -> Iterator[None]:
+    if n is None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    if before == n:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def packaged_model_dir() -> Path:
@@ -107,7 +133,7 @@ class SentenceTransformerEmbedder:
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
+        with self._lock, _torch_threads(1 if len(texts) <= SMALL_BATCH else None):
             model = self._load()
             vectors = model.encode(
                 list(texts),
@@ -117,6 +143,41 @@ class SentenceTransformerEmbedder:
                 show_progress_bar=False,
             )
         return l2_normalise(vectors)
+
+    def embed_with_spans(self, texts: list[str], spans: list[list[tuple[int, int]]]
+                         ) -> tuple[np.ndarray, list[list[np.ndarray | None]]]:
+        """Late chunking: ONE forward pass per text gives the text's vector (exactly as `embed`) and, for
+        each character span of it, the mean of the text's contextual token embeddings inside the span
+        (L2-normalised); None for a span with no token in the model's window (the text was truncated).
+
+        The indexer uses it for the events the rule extractor reads from a chunk's sentences, so a
+        chunk and its events cost one pass instead of two."""
+        if len(spans) != len(texts):
+            raise ValueError(f"got {len(texts)} texts and {len(spans)} span lists")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32), []
+        with self._lock:
+            model = self._load()
+            outs = model.encode(list(texts), output_value=None, batch_size=self.batch_size, show_progress_bar=False)
+            enc = model.tokenizer(list(texts), truncation=True, max_length=model.max_seq_length,
+                                  return_offsets_mapping=True)
+        vecs = l2_normalise(np.stack([o["sentence_embedding"].float().cpu().numpy() for o in outs]))
+        span_vecs: list[list[np.ndarray | None]] = []
+        for i, out in enumerate(outs):
+            ids, offsets = enc["input_ids"][i], np.asarray(enc["offset_mapping"][i]).reshape(-1, 2)
+            n = len(ids)
+            same = out["input_ids"][:n].tolist() == list(ids) and int(out["attention_mask"].sum()) == n
+            tokens = out["token_embeddings"][:n].float().cpu().numpy() if same else None
+            row: list[np.ndarray | None] = []
+            for start, end in spans[i]:
+                sel = (offsets[:, 0] < end) & (offsets[:, 1] > start) & (offsets[:, 1] > offsets[:, 0])
+                if tokens is None or not sel.any():
+                    row.append(None)
+                    continue
+                v = tokens[sel].mean(axis=0)
+                row.append((v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32))
+            span_vecs.append(row)
+        return vecs, span_vecs
 
 
 class OpenAIEmbedder:

@@ -19,7 +19,7 @@ from eventrag.index.chunking import ChunkingConfig
 from eventrag.index.extract import Extractor, LLMExtractor
 from eventrag.index.indexer import Indexer
 from eventrag.index.rules_extract import RuleExtractor
-from eventrag.query.lexical import LexicalCache
+from eventrag.query.cache import QueryCache
 from eventrag.query.ranking import RetrievalConfig
 from eventrag.query.retrieve import Retriever
 from eventrag.storage.base import GraphStore, VectorStore
@@ -126,15 +126,15 @@ def open_stack(settings: Settings, chat_model: ChatModel | None = None, embedder
         graph.close()
         raise
     collections = stack_collections(settings, namespace)
-    lexical = LexicalCache(graph)
+    cache = QueryCache(graph, vectors, collections, dim=embedder.dim)
     try:
         indexer = Indexer(graph, vectors, embedder, extractor, collections=collections, chunking=chunking,
-                          fusion_threshold=fusion_threshold, batch_docs=batch_docs, on_change=lexical.invalidate)
+                          fusion_threshold=fusion_threshold, batch_docs=batch_docs, on_change=cache.invalidate)
     except Exception:
         vectors.close()
         graph.close()
         raise
     retriever = Retriever(graph, vectors, embedder, collections, chat_model=chat_model, config=retrieval,
-                          lexical=lexical)
+                          cache=cache)
     return EventRAGStack(settings=settings, graph=graph, vectors=vectors, embedder=embedder, indexer=indexer,
                          retriever=retriever, chat_model=chat_model, namespace=namespace)

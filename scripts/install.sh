@@ -1,26 +1,62 @@
 #!/usr/bin/env bash
 # Install eventfold into one virtual environment kept outside the clone, so reruns and CI reuse it.
-#   bash scripts/install.sh            # runtime + local llama.cpp backend
-#   bash scripts/install.sh dev        # + training and test extras
-# EVENTFOLD_VENV overrides the venv location (default ~/.cache/eventfold/venv).
+#   bash scripts/install.sh            # runtime + local llama.cpp backend (+ the default model, fetched meanwhile)
+#   bash scripts/install.sh dev        # + training and test extras (+ the small 0.5B model)
+# EVENTFOLD_VENV overrides the venv location (default ~/.cache/eventfold/venv); EVENTFOLD_NO_PULL=1 skips
+# the model download.
+#
+# On a fresh machine the slow step is compiling llama-cpp-python. It runs in the background, built
+# with only what eventfold loads (libllama + libggml: no multimodal mtmd library, no llama.cpp
+# `common`, see scripts/cmake/llama_cpp_minimal.cmake), while the other dependencies and the model
+# download (network-bound) proceed; the wheel is kept, so the next install takes it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${EVENTFOLD_VENV:-$HOME/.cache/eventfold/venv}"
 WHEELS="${EVENTFOLD_HOME:-$HOME/.cache/eventfold}/wheels"
 extras="local"
-[ "${1:-}" = "dev" ] && extras="local,train,dev"
+model="qwen2.5-coder-1.5b"
+if [ "${1:-}" = "dev" ]; then extras="local,train,dev"; model="qwen2.5-coder-0.5b"; fi
+t0=$(date +%s)
+say() { echo "[install] +$(( $(date +%s) - t0 ))s $*" >&2; }
 
 if [ ! -x "$VENV/bin/python" ]; then
-  echo "[install] creating $VENV" >&2
+  say "creating $VENV"
   python3 -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q -U pip wheel setuptools
 fi
 mkdir -p "$WHEELS"
-# llama-cpp-python builds from source (~7 min on 2 cores): keep the wheel so the next install takes it.
+build_pid=""
+build_log="$WHEELS/llama-cpp-python-build.log"
 if ! ls "$WHEELS"/llama_cpp_python-*.whl >/dev/null 2>&1 && ! "$VENV/bin/python" -c "import llama_cpp" 2>/dev/null; then
-  echo "[install] building llama-cpp-python (first time only, several minutes)" >&2
-  "$VENV/bin/python" -m pip wheel -q --no-deps "llama-cpp-python>=0.3.36" -w "$WHEELS"
+  say "building llama-cpp-python in the background (first time only; log: $build_log)"
+  staging="$(mktemp -d "$WHEELS/.build-XXXXXX")"
+  (
+    export CMAKE_ARGS="-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=OFF -DCMAKE_PROJECT_llama.cpp_INCLUDE=$PWD/scripts/cmake/llama_cpp_minimal.cmake ${CMAKE_ARGS:-}"
+    export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
+    "$VENV/bin/python" -m pip wheel -q --no-deps "llama-cpp-python>=0.3.36" -w "$staging" \
+      && mv "$staging"/llama_cpp_python-*.whl "$WHEELS"/ && rmdir "$staging"
+  ) >"$build_log" 2>&1 &
+  build_pid=$!
 fi
-start=$(date +%s)
+# everything but llama-cpp-python, while it compiles (downloads, mostly)
+base="${extras#local}"; base="${base#,}"
+"$VENV/bin/python" -m pip install -q --find-links "$WHEELS" -e ".${base:+[$base]}"
+say "dependencies installed"
+pull_pid=""
+if [ -z "${EVENTFOLD_NO_PULL:-}" ]; then
+  "$VENV/bin/eventfold" model pull "$model" >"$WHEELS/../model-pull.log" 2>&1 &
+  pull_pid=$!
+fi
+if [ -n "$build_pid" ]; then
+  if ! wait "$build_pid"; then
+    tail -n 30 "$build_log" >&2
+    say "building llama-cpp-python failed (full log: $build_log)"
+    exit 1
+  fi
+  say "llama-cpp-python built"
+fi
 "$VENV/bin/python" -m pip install -q --find-links "$WHEELS" -e ".[$extras]"
-echo "[install] eventfold[$extras] ready in $VENV ($(( $(date +%s) - start )) s)" >&2
+if [ -n "$pull_pid" ]; then
+  if wait "$pull_pid"; then say "model $model ready"; else say "model pull failed (retry: eventfold model pull $model)"; fi
+fi
+say "eventfold[$extras] ready in $VENV"

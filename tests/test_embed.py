@@ -43,3 +43,19 @@ def test_batching_gives_the_same_vectors(minilm):
 def test_wrong_dimension_is_reported(minilm):
     with pytest.raises(EmbeddingError, match="EVENTFOLD_EMBED__DIM=384"):
         SentenceTransformerEmbedder(minilm.model_path, dim=768).embed(["x"])
+
+
+def test_late_chunking_one_pass_gives_text_and_span_vectors(minilm):
+    text = ("Pan (2015 film)\nPan is a 2015 fantasy film directed by Joe Wright. "
+            "The film stars Hugh Jackman as Blackbeard. It was released by Warner Bros.")
+    first = text.index("Pan is")
+    second = text.index("The film stars")
+    vecs, spans = minilm.embed_with_spans([text, "short"], [[(first, second - 1), (second, len(text)), (5000, 5010)], []])
+    np.testing.assert_allclose(vecs, minilm.embed([text, "short"]), atol=1e-5)  # same as embed()
+    director, cast, outside = spans[0]
+    assert outside is None and spans[1] == []  # a span beyond the text has no tokens
+    np.testing.assert_allclose([np.linalg.norm(director), np.linalg.norm(cast)], 1.0, atol=1e-5)
+    q_dir, q_cast = minilm.embed(["Who directed the film Pan?", "Who played Blackbeard?"])
+    assert q_dir @ director > q_dir @ cast and q_cast @ cast > q_cast @ director  # each span keeps its own content
+    with pytest.raises(ValueError, match="span lists"):
+        minilm.embed_with_spans(["a"], [])

@@ -8,6 +8,7 @@ index; the indexer itself skips documents already indexed, so a rerun costs only
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any, Literal
 
 from eval.multihop.schema import Passage, QADataset, QAExample
@@ -41,14 +42,16 @@ def open_indexed_stack(
     *,
     extract: Literal["llm", "rules"],
     chat_model: ChatModel | None,
+    progress: Callable[[Any], None] | None = None,
 ) -> tuple[Any, Any]:
-    """Open (creating if needed) the dataset's index and bring it up to date; (stack, IndexSummary)."""
+    """Open (creating if needed) the dataset's index and bring it up to date; (stack, IndexSummary).
+    `progress` gets an `IndexProgress` after every batch of documents."""
     from eventrag.stack import open_stack
 
     scoped = settings.model_copy(update={"index": index_name(dataset.name, passages, extract)})
     stack = open_stack(scoped, chat_model=chat_model, extract=extract)
     try:
-        summary = stack.indexer.index_documents([p.to_document() for p in passages])
+        summary = stack.indexer.index_documents([p.to_document() for p in passages], progress=progress)
     except BaseException:
         stack.close()
         raise

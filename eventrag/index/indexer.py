@@ -23,6 +23,7 @@ import hashlib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -48,7 +49,35 @@ from eventrag.index.infer import ExpansionConfig, expand_shared_participants
 from eventrag.schema import Chunk, ChunkExtraction, Document, Entity
 from eventrag.storage.base import Edge, GraphStore, Node, VectorStore
 
-Progress = Callable[[int, int, str], None]  # (documents done, documents total, current source)
+
+class IndexProgress(BaseModel):
+    """Where a long indexing run stands, reported after every batch of documents."""
+
+    docs_done: int = 0
+    docs_total: int = 0
+    chunks: int = 0
+    events: int = 0
+    entities: int = 0
+    elapsed_s: float = 0.0
+    current: str = ""  # source (or id) of the last document of the batch
+
+    @property
+    def chunks_per_min(self) -> float:
+        return self.chunks / self.elapsed_s * 60 if self.elapsed_s > 0 else 0.0
+
+    @property
+    def events_per_s(self) -> float:
+        return self.events / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the rate so far (None before the first batch)."""
+        if self.docs_done <= 0 or self.elapsed_s <= 0:
+            return None
+        return self.elapsed_s / self.docs_done * max(self.docs_total - self.docs_done, 0)
+
+
+Progress = Callable[[IndexProgress], None]
 
 
 class SkippedFile(BaseModel):
@@ -218,7 +247,10 @@ class Indexer:
             batch = unique[start:start + self.batch_docs]
             summary.add(self._index_batch(batch))
             if progress is not None:
-                progress(min(start + len(batch), len(unique)), len(unique), batch[-1].source or batch[-1].doc_id)
+                progress(IndexProgress(docs_done=min(start + len(batch), len(unique)), docs_total=len(unique),
+                                       chunks=summary.chunks, events=summary.events, entities=summary.entities,
+                                       elapsed_s=time.perf_counter() - t0,
+                                       current=batch[-1].source or batch[-1].doc_id))
         summary.docs_seen = len(docs)
         summary.elapsed_s = time.perf_counter() - t0
         if self.on_change is not None:
@@ -284,11 +316,11 @@ class Indexer:
             self.graph.upsert_nodes([chunk_node(c) for c in chunks])
             self.graph.upsert_edges([Edge(src=c.chunk_id, dst=c.doc_id, type="PART_OF", doc_ids=[c.doc_id])
                                      for c in chunks])
-            vecs = self.embedder.embed([f"{c.title}\n{c.text}" if c.title else c.text for c in chunks])
+            extractions = list(self.extractor.extract_many((c, dates[c.doc_id]) for c in chunks))
+            vecs, event_vecs = self._embed_chunks(chunks, extractions)
             self.vectors.upsert(self.collections["chunks"], [c.chunk_id for c in chunks], vecs,
                                 [{"doc_id": c.doc_id} for c in chunks])
-            extractions = list(self.extractor.extract_many((c, dates[c.doc_id]) for c in chunks))
-            self._write_graph(chunks, extractions, s)
+            self._write_graph(chunks, extractions, s, event_vecs)
             doc_of = {c.chunk_id: c.doc_id for c in chunks}
             failed_docs = {doc_of[e.chunk_id] for e in extractions if e.failed and e.chunk_id in doc_of}
         self._flush()  # vectors durable before a document is marked done
@@ -301,7 +333,34 @@ class Indexer:
         s.chunks = len(chunks)
         return s
 
-    def _write_graph(self, chunks: list[Chunk], extractions: list[ChunkExtraction], s: IndexSummary) -> None:
+    def _embed_chunks(self, chunks: list[Chunk], extractions: list[ChunkExtraction]) -> tuple[Any, dict[str, Any]]:
+        """Chunk vectors, and the vectors of the events whose text is a sentence of their chunk (the rule
+        extractor's) from the same forward pass (late chunking, when the embedder offers it)."""
+        texts = [f"{c.title}\n{c.text}" if c.title else c.text for c in chunks]
+        late = getattr(self.embedder, "embed_with_spans", None)
+        if late is None:
+            return self.embedder.embed(texts), {}
+        by_chunk = {e.chunk_id: e for e in extractions}
+        spans: list[list[tuple[int, int]]] = []
+        owners: list[list[str]] = []
+        for c in chunks:
+            shift = len(c.title) + 1 if c.title else 0
+            row, ids = [], []
+            ext = by_chunk.get(c.chunk_id)
+            for ev in ext.events if ext is not None else []:
+                pos = c.text.find(ev.description) if ev.description else -1
+                if pos >= 0:
+                    row.append((shift + pos, shift + pos + len(ev.description)))
+                    ids.append(ev.event_id)
+            spans.append(row)
+            owners.append(ids)
+        vecs, span_vecs = late(texts, spans)
+        event_vecs = {eid: v for ids, row in zip(owners, span_vecs, strict=True)
+                      for eid, v in zip(ids, row, strict=True) if v is not None}
+        return vecs, event_vecs
+
+    def _write_graph(self, chunks: list[Chunk], extractions: list[ChunkExtraction], s: IndexSummary,
+                     event_vecs: dict[str, Any] | None = None) -> None:
         by_chunk = {c.chunk_id: c for c in chunks}
         for ext in extractions:
             s.llm_calls += ext.llm_calls
@@ -374,7 +433,10 @@ class Indexer:
                                 [{"doc_id": e.doc_ids[0] if e.doc_ids else ""} for e in new_ents])
         self.fuser.vectors.clear()
         if events:
-            vecs = self.embedder.embed([event_text(ev) for ev in events])
+            known = event_vecs or {}
+            missing = [ev for ev in events if ev.event_id not in known]
+            fresh = iter(self.embedder.embed([event_text(ev) for ev in missing])) if missing else iter(())
+            vecs = [known[ev.event_id] if ev.event_id in known else next(fresh) for ev in events]
             self.vectors.upsert(self.collections["events"], [ev.event_id for ev in events], vecs,
                                 [{"doc_id": ev.doc_ids[0]} for ev in events])
         inferred = expand_shared_participants(self.graph, [ev.event_id for ev in events], self.expansion)

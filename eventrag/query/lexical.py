@@ -1,20 +1,20 @@
 """Lexical side of retrieval: BM25 (bm25s) over chunks and an entity-name lexicon for linking questions.
 
-Both are built from the graph store (so they follow whatever backend holds the index) and rebuilt
-when the indexer reports a change.
+Both are built from the graph store's nodes (so they follow whatever backend holds the index); the
+query cache (`query_cache.py`) keeps one and rebuilds it when the indexer reports a change.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from eventrag.index.extract import norm_name
-from eventrag.storage.base import GraphStore
+from eventrag.storage.base import GraphStore, Node
 
 _FUNCTION_WORDS = set(
     "a an the of in on at to for from by with and or but is was were are be been who whom whose which what when "
@@ -53,12 +53,17 @@ class LexicalIndex:
     # --- build --------------------------------------------------------------------------------
     @classmethod
     def build(cls, graph: GraphStore) -> LexicalIndex:
+        pending = pending_documents(graph)
+        chunks = [n for n in graph.find_nodes("Chunk", limit=10_000_000) if chunk_doc(n) not in pending]
+        return cls.from_nodes(chunks, graph.find_nodes("Entity", limit=10_000_000), pending)
+
+    @classmethod
+    def from_nodes(cls, chunks: Sequence[Node], entities: Sequence[Node], pending_docs: set[str] | None = None) -> LexicalIndex:
+        """From the chunks to search (those of half-written documents already left out) and all entities."""
         import bm25s
 
         idx = cls()
-        idx.pending_docs = {n.id for n in graph.find_nodes("Document", limit=100_000_000)
-                            if n.props.get("status") == "pending"}
-        chunks = [n for n in graph.find_nodes("Chunk", limit=10_000_000) if chunk_doc(n) not in idx.pending_docs]
+        idx.pending_docs = set(pending_docs or ())
         idx.chunk_ids = [n.id for n in chunks]
         corpus = [tokenize(f"{n.props.get('title', '')} {n.props.get('text', '')}") or ["_empty_"] for n in chunks]
         if corpus:
@@ -66,7 +71,7 @@ class LexicalIndex:
             model.index(corpus, show_progress=False)
             idx.bm25 = model
         titles = {norm_name(n.props.get("title", "")) for n in chunks}
-        for n in graph.find_nodes("Entity", limit=10_000_000):
+        for n in entities:
             name = n.props.get("name") or ""
             idx.display[n.id] = name
             for alias in [name, *(n.props.get("aliases") or [])]:
@@ -111,6 +116,11 @@ class LexicalIndex:
         return out[:limit]
 
 
+def pending_documents(graph: GraphStore) -> set[str]:
+    """Documents a crashed run left half-written (status pending): their chunks are never evidence."""
+    return {n.id for n in graph.find_nodes("Document", limit=100_000_000) if n.props.get("status") == "pending"}
+
+
 def chunk_doc(node: object) -> str:
     """The document a Chunk node belongs to."""
     props = getattr(node, "props", {})
@@ -126,22 +136,3 @@ def minmax(values: dict[str, float]) -> dict[str, float]:
     if hi - lo < 1e-12:
         return {k: 1.0 for k in values}
     return {k: (v - lo) / (hi - lo) for k, v in values.items()}
-
-
-class LexicalCache:
-    """Builds the lexical index on first use and again after `invalidate()` (thread-safe)."""
-
-    def __init__(self, graph: GraphStore) -> None:
-        self.graph = graph
-        self._idx: LexicalIndex | None = None
-        self._lock = threading.Lock()
-
-    def get(self) -> LexicalIndex:
-        with self._lock:
-            if self._idx is None:
-                self._idx = LexicalIndex.build(self.graph)
-            return self._idx
-
-    def invalidate(self) -> None:
-        with self._lock:
-            self._idx = None

@@ -2,6 +2,7 @@
 
 score = w_sim·cosine(query, chunk) + w_lex·BM25 (min-max) + w_link·(question entity's own passage)
       + w_bridge·(passage of an entity that a top passage mentions) + w_event·(events reached in the graph)
+      + w_ppr·(personalised PageRank mass from the question's entities and dense passages, best = 1)
 
 The path kept for a chunk is the one of its strongest channel.
 """
@@ -11,10 +12,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from eventrag.schema import RetrievalMode, RetrievedChunk
-from eventrag.storage.base import GraphStore, VectorStore
+from eventrag.storage.base import GraphStore
 
 
 @dataclass(frozen=True)
@@ -27,6 +26,8 @@ class RetrievalConfig:
     bridge_parents: int = 6
     mention_chunks: int = 5  # a linked entity without its own passage seeds up to this many mentions
     mention_weight: float = 0.6
+    bridge_mentions: int = 0  # a bridge entity named by at most this many passages brings them all (0: own passage only)
+    lowercase_link_weight: float = 1.0  # a question span matched in lower case ("average") links this much weaker
     hops: int = 3  # event -CAUSES- event <-PARTICIPATES_IN- entity -> event is three hops
     expand_limit: int = 300
     hop_decay: float = 0.8
@@ -39,9 +40,13 @@ class RetrievalConfig:
     w_link: float = 0.5
     w_bridge: float = 0.25
     w_event: float = 0.15
-
-
-_CHANNELS = ("sim", "lex", "link", "bridge", "event")
+    # personalised PageRank (graph, event and agentic modes; 0 turns it off)
+    w_ppr: float = 0.0
+    ppr_passage_seeds: int = 10  # dense top passages that also seed the walk
+    ppr_passage_weight: float = 0.05  # their total restart mass relative to the linked entities'
+    ppr_top: int = 30  # passages the walk adds as candidates
+    ppr_damping: float = 0.5  # probability of following an edge at each step (HippoRAG: 0.5)
+    span_link_min: float = 0.0  # question spans linked to entities by name vector at >= this cosine (0: off)
 
 
 @dataclass
@@ -51,6 +56,7 @@ class _Cand:
     link: float = 0.0
     bridge: float = 0.0
     event: float = 0.0
+    ppr: float = 0.0
     path: list[str] = field(default_factory=list)
     best: float = -1.0  # weighted contribution of the channel whose path is kept
     inferred_only: bool = True
@@ -65,38 +71,35 @@ class Candidates:
         self.extra: dict[str, float] = {}  # follow-up evidence (agentic rounds)
 
     def add(self, cid: str, *, sim: float | None = None, lex: float = 0.0, link: float = 0.0, bridge: float = 0.0,
-            event: float = 0.0, path: list[str] | None = None, inferred: bool = False) -> None:
+            event: float = 0.0, ppr: float = 0.0, path: list[str] | None = None, inferred: bool = False) -> None:
         c = self.items.setdefault(cid, _Cand(round=self.round_no))
         if sim is not None:
             c.sim = sim if c.sim is None else max(c.sim, sim)
         c.lex, c.link = max(c.lex, lex), max(c.link, link)
-        c.bridge, c.event = max(c.bridge, bridge), max(c.event, event)
+        c.bridge, c.event, c.ppr = max(c.bridge, bridge), max(c.event, event), max(c.ppr, ppr)
         c.inferred_only &= inferred
         cfg = self.cfg
-        # a graph channel's path (link/bridge/event) is kept over a plain seed path (dense/BM25)
-        graph = max(cfg.w_link * link, cfg.w_bridge * bridge, cfg.w_event * event)
+        # a graph channel's path (link/bridge/event/ppr) is kept over a plain seed path (dense/BM25)
+        graph = max(cfg.w_link * link, cfg.w_bridge * bridge, cfg.w_event * event, cfg.w_ppr * ppr)
         contrib = 10.0 + graph if graph > 0 else max(cfg.w_sim * (sim or 0.0), cfg.w_lex * lex)
         if path and (contrib > c.best or not c.path):
             c.path, c.best = list(path), contrib
             if inferred:
                 c.path.append("(via inferred edge)")
 
-    def fill_sims(self, vectors: VectorStore, collection: str, qvec: np.ndarray) -> None:
-        missing = [cid for cid, c in self.items.items() if c.sim is None]
-        if not missing:
-            return
-        q = np.asarray(qvec, dtype=np.float32).reshape(-1)
-        for rec in vectors.get(collection, missing):
-            v = np.asarray(rec.vector, dtype=np.float32)
-            self.items[rec.id].sim = float(v @ q / max(float(np.linalg.norm(v)), 1e-12))
-        for cid in missing:
-            if self.items[cid].sim is None:
-                self.items[cid].sim = 0.0
+    def missing_sims(self) -> list[str]:
+        return [cid for cid, c in self.items.items() if c.sim is None]
+
+    def set_sims(self, sims: dict[str, float]) -> None:
+        """Cosine similarities for the chunks that have none yet (0 for any the lookup did not find)."""
+        for cid, c in self.items.items():
+            if c.sim is None:
+                c.sim = sims.get(cid, 0.0)
 
     def score(self, cid: str) -> float:
         c, cfg = self.items[cid], self.cfg
         return (cfg.w_sim * (c.sim or 0.0) + cfg.w_lex * c.lex + cfg.w_link * c.link + cfg.w_bridge * c.bridge
-                + cfg.w_event * c.event + self.extra.get(cid, 0.0))
+                + cfg.w_event * c.event + cfg.w_ppr * c.ppr + self.extra.get(cid, 0.0))
 
     def ranked(self) -> list[tuple[str, float]]:
         return sorted(((cid, self.score(cid)) for cid in self.items), key=lambda x: (-x[1], x[0]))

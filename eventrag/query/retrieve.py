@@ -1,19 +1,27 @@
 """Retriever: naive / graph / event / agentic retrieval over the event graph (implements SearchBackend).
 
 - naive: dense search over chunks.
-- graph: seeds = dense + BM25 chunks and the entities named in the question (lexicon + entity vectors);
-  the entity neighbourhood adds each linked entity's own passage and, one hop further, the passages of
-  the entities that the best passages mention (bridges).
+- graph: seeds = dense + BM25 chunks and the entities named in the question (lexicon, name vectors of
+  the question's spans, entity vectors); the entity neighbourhood adds each linked entity's own passage
+  and, one hop further, the passages of the entities that the best passages mention (bridges);
+  personalised PageRank from the linked entities and dense passages scores passages further away.
 - event: graph + event seeds (event vectors, events of linked entities), k-hop expansion in the graph
   store along temporal/causal/participation edges under the question's time filter; a chunk gains the
   score of the events it states. Inferred edges may bring a chunk in but never add evidence score.
 - agentic: decomposition (one structured LLM call, or rules), event retrieval per sub-query, then a
   reflection step that judges sufficiency and issues new sub-queries, for up to `max_rounds` rounds.
+
+Query time reads the in-memory snapshot (`query_cache.py`: BM25, lexicon, passage graph, vector
+matrices) and touches the graph store only for the event walk (one recursive query) and the texts of
+the chunks it returns; query vectors are cached (LRU), so a repeated or re-asked query is not re-embedded.
 """
 
 from __future__ import annotations
 
+import re
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,8 +29,9 @@ import numpy as np
 from eventfold.llm.types import ChatModel
 from eventrag.embed import Embedder
 from eventrag.graph_io import node_to_chunk
+from eventrag.query.cache import QueryCache, QuerySnapshot
 from eventrag.query.decompose import Decomposition, llm_decompose, llm_reflect, rule_decompose, rule_reflect
-from eventrag.query.lexical import LexicalCache, minmax
+from eventrag.query.lexical import minmax
 from eventrag.query.ranking import Candidates, RetrievalConfig
 from eventrag.schema import Chunk, RetrievalMode, RetrievalResult
 from eventrag.storage.base import GraphStore, VectorStore
@@ -30,15 +39,56 @@ from eventrag.storage.base import GraphStore, VectorStore
 EVENT_EDGES = ("BEFORE", "AFTER", "CAUSES", "ENABLES", "RELATED_TO", "PART_OF", "PARTICIPATES_IN")
 
 
+def _lowercase_in(text: str, key: str) -> bool:
+    """True when the normalised span `key` occurs in `text` only in lower case (a common word, not a name)."""
+    words = key.split()
+    if not words:
+        return False
+    rx = re.compile(r"\b" + r"\W+".join(re.escape(w) for w in words) + r"\b", re.IGNORECASE)
+    found = [m.group(0) for m in rx.finditer(text)]
+    return bool(found) and not any(ch.isupper() for f in found for ch in f)
+
+
+class QueryVectors:
+    """LRU cache of query embeddings; misses are embedded in one batch."""
+
+    def __init__(self, embedder: Embedder, size: int = 2048) -> None:
+        self.embedder, self.size = embedder, size
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing:
+            vecs = np.asarray(self.embedder.embed(missing), dtype=np.float32)
+            with self._lock:
+                for t, v in zip(missing, vecs, strict=True):
+                    self._cache[t] = v
+                while len(self._cache) > self.size:
+                    self._cache.popitem(last=False)
+        with self._lock:
+            out = []
+            for t in texts:
+                self._cache.move_to_end(t)
+                out.append(self._cache[t])
+        return np.stack(out) if out else np.zeros((0, self.embedder.dim), dtype=np.float32)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
+
 class Retriever:
     def __init__(self, graph: GraphStore, vectors: VectorStore, embedder: Embedder, collections: dict[str, str],
                  *, chat_model: ChatModel | None = None, config: RetrievalConfig | None = None,
-                 lexical: LexicalCache | None = None) -> None:
+                 cache: QueryCache | None = None) -> None:
         self.graph, self.vectors, self.embedder = graph, vectors, embedder
         self.collections = collections
         self.chat_model = chat_model
         self.config = config or RetrievalConfig()
-        self.lexical = lexical or LexicalCache(graph)
+        self.cache = cache or QueryCache(graph, vectors, collections, dim=embedder.dim)
+        self.query_vectors = QueryVectors(embedder)
 
     # --- SearchBackend ------------------------------------------------------------------------
     def get_chunk(self, chunk_id: str) -> Chunk | None:
@@ -70,7 +120,7 @@ class Retriever:
         chunks = cands.top(top_k, self.graph)
         half_written = self._pending_docs({c.doc_id for c in chunks})
         if half_written:  # a crash mid-document left these: never evidence
-            chunks = cands.top(top_k, self.graph, skip_docs=half_written | self.lexical.get().pending_docs)
+            chunks = cands.top(top_k, self.graph, skip_docs=half_written | self.cache.get().lexical.pending_docs)
         return RetrievalResult(query=query, mode=mode, chunks=chunks, rounds=rounds, sub_queries=subs,
                                llm_calls=calls, llm_errors=llm_errors, elapsed_s=round(time.perf_counter() - t0, 4))
 
@@ -82,83 +132,129 @@ class Retriever:
                 if n.label == "Document" and n.props.get("status") == "pending"}
 
     def _embed(self, text: str) -> np.ndarray:
-        return np.asarray(self.embedder.embed([text]), dtype=np.float32)
+        return self.query_vectors.get([text])
 
-    def _search(self, kind: str, qvec: np.ndarray, k: int) -> list[tuple[str, float]]:
-        hits = self.vectors.search(self.collections[kind], qvec, top_k=k)
-        return [(h.id, float(h.score)) for h in hits[0]] if hits else []
+    def _search(self, snap: QuerySnapshot, kind: str, qvecs: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
+        """Top-k per query vector: the in-memory matrix when the snapshot holds one, else one store call."""
+        qvecs = np.asarray(qvecs, dtype=np.float32).reshape(-1, self.embedder.dim)
+        if kind in snap.vectors:
+            return snap.vectors[kind].search(qvecs, k)
+        hits = self.vectors.search(self.collections[kind], qvecs, top_k=k)
+        return [[(h.id, float(h.score)) for h in row] for row in hits] if hits else [[] for _ in qvecs]
+
+    def _fill_sims(self, snap: QuerySnapshot, cands: Candidates, qvec: np.ndarray) -> None:
+        missing = cands.missing_sims()
+        if not missing:
+            return
+        if "chunks" in snap.vectors:
+            cands.set_sims(snap.vectors["chunks"].sims(missing, qvec))
+            return
+        q = np.asarray(qvec, dtype=np.float32).reshape(-1)
+        sims = {}
+        for rec in self.vectors.get(self.collections["chunks"], missing):
+            v = np.asarray(rec.vector, dtype=np.float32)
+            sims[rec.id] = float(v @ q / max(float(np.linalg.norm(v)), 1e-12))
+        cands.set_sims(sims)
 
     def _naive(self, query: str, top_k: int) -> Candidates:
         cands = Candidates(self.config)
-        for cid, sim in self._search("chunks", self._embed(query), top_k):
+        for cid, sim in self._search(self.cache.get(), "chunks", self._embed(query), top_k)[0]:
             cands.add(cid, sim=sim, path=["dense:chunk"])
         return cands
+
+    def _link(self, snap: QuerySnapshot, query: str, decomp: Decomposition,
+              qvec: np.ndarray) -> dict[str, tuple[str, float]]:
+        """Entities of the question: names in it (lexicon), the decomposition's names (exact, else by
+        name vector against the fused entity table), and the nearest topical entity vectors."""
+        cfg, lex = self.config, snap.lexical
+        links = {}
+        for lnk in lex.link(query):
+            conf = min(1.0, 0.5 + 0.15 * lnk.specificity)
+            if cfg.lowercase_link_weight != 1.0 and _lowercase_in(query, lnk.matched):
+                conf *= cfg.lowercase_link_weight
+            links[lnk.entity_id] = (lnk.name, conf)
+        unlinked = []
+        for name in decomp.entities:
+            found = lex.link(name, limit=1)
+            for lnk in found:
+                links.setdefault(lnk.entity_id, (lnk.name, 0.8))
+            if not found:
+                unlinked.append(name)
+        if unlinked and cfg.span_link_min > 0:
+            for hits in self._search(snap, "entities", self.query_vectors.get(unlinked), 1):
+                for eid, sim in hits:
+                    if sim >= cfg.span_link_min:
+                        links.setdefault(eid, (lex.display.get(eid, eid), 0.8 * sim))
+        for eid, sim in self._search(snap, "entities", qvec, cfg.entity_seeds)[0]:
+            if sim >= cfg.entity_sim_min and eid in lex.topical:
+                links.setdefault(eid, (lex.display.get(eid, eid), sim * 0.8))
+        return links
 
     def _one_query(self, query: str, decomp: Decomposition, mode: str, top_k: int, round_no: int = 1,
                    qvec: np.ndarray | None = None) -> Candidates:
         cfg = self.config
-        lex = self.lexical.get()
+        snap = self.cache.get()
+        lex, pg = snap.lexical, snap.passages
         qvec = self._embed(query) if qvec is None else qvec
         cands = Candidates(cfg, round_no=round_no)
         k = max(cfg.candidates, top_k)
-        for cid, sim in self._search("chunks", qvec, k):
+        dense = self._search(snap, "chunks", qvec, k)[0]
+        for cid, sim in dense:
             cands.add(cid, sim=sim, path=["dense:chunk"])
         for cid, s in minmax(dict(lex.search(query, k))).items():
             cands.add(cid, lex=s, path=["bm25:chunk"])
-        # entity seeds: names in the question (lexicon), names the decomposition gave, nearest entity vectors
-        links = {lnk.entity_id: (lnk.name, min(1.0, 0.5 + 0.15 * lnk.specificity)) for lnk in lex.link(query)}
-        for name in decomp.entities:
-            for lnk in lex.link(name, limit=1):
-                links.setdefault(lnk.entity_id, (lnk.name, 0.8))
-        for eid, sim in self._search("entities", qvec, cfg.entity_seeds):
-            if sim >= cfg.entity_sim_min and eid in lex.topical:
-                links.setdefault(eid, (lex.display.get(eid, eid), sim * 0.8))
-        topic, mentions = self._entity_chunks(list(links))
+        links = self._link(snap, query, decomp, qvec)
         for eid, (name, conf) in links.items():
             # the entity's own passage; for an entity that has none, the passages that mention it
-            own = topic.get(eid) or mentions.get(eid, [])[: cfg.mention_chunks]
-            weight = 1.0 if eid in topic else cfg.mention_weight
+            own = snap.own_passages(eid)
+            weight = 1.0 if own else cfg.mention_weight
+            own = own or pg.mentioned.get(eid, [])[: cfg.mention_chunks]
             for cid in own:
                 cands.add(cid, link=conf * weight, path=[f"seed:entity:{name}", f"MENTIONED_IN>chunk:{cid}"])
+        if cfg.w_ppr > 0 and (links or dense):
+            self._ppr(snap, links, dense, cands)
         # bridges: entities mentioned in the best passages -> their own passages
-        cands.fill_sims(self.vectors, self.collections["chunks"], qvec)
+        self._fill_sims(snap, cands, qvec)
         parents = cands.ranked()[: cfg.bridge_parents]
-        mentioned = self.graph.get_edges([p for p, _ in parents], edge_types=["MENTIONED_IN"])
         parent_score = dict(parents)
         ents_of: dict[str, list[str]] = {}
-        for e in mentioned:
-            if e.dst in parent_score and e.src not in links:
-                ents_of.setdefault(e.src, []).append(e.dst)
-        bridge_topic, _ = self._entity_chunks(list(ents_of))
+        for pid, _ in parents:
+            for eid in pg.named_in.get(pid, ()):
+                if eid not in links:
+                    ents_of.setdefault(eid, []).append(pid)
         top_parent = max(parent_score.values(), default=1.0) or 1.0
         for eid, pids in ents_of.items():
             best = max(pids, key=lambda p: parent_score[p])
-            for cid in bridge_topic.get(eid, []):
-                if cid == best:
-                    continue
-                cands.add(cid, bridge=parent_score[best] / top_parent, path=[
-                    f"seed:chunk:{best}", f"<MENTIONED_IN entity:{lex.display.get(eid, eid)}", f"MENTIONED_IN>chunk:{cid}"])
+            strength = parent_score[best] / top_parent
+            via = [f"seed:chunk:{best}", f"<MENTIONED_IN entity:{lex.display.get(eid, eid)}"]
+            for cid in snap.own_passages(eid):
+                if cid != best:
+                    cands.add(cid, bridge=strength, path=[*via, f"MENTIONED_IN>chunk:{cid}"])
+            others = pg.mentioned.get(eid, [])
+            if len(others) <= cfg.bridge_mentions:  # a specific entity: every passage naming it may be the next hop
+                for cid in others:
+                    if cid != best:
+                        cands.add(cid, bridge=strength * cfg.mention_weight, path=[*via, f"MENTIONED_IN>chunk:{cid}"])
         if mode == "event":
-            self._event_expand(qvec, decomp, links, cands)
-        cands.fill_sims(self.vectors, self.collections["chunks"], qvec)
+            self._event_expand(snap, qvec, decomp, links, cands)
+        self._fill_sims(snap, cands, qvec)
         return cands
 
-    def _entity_chunks(self, entity_ids: Sequence[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-        """(entity id -> chunks whose subject (document title) it is, entity id -> other chunks mentioning it)."""
-        topic: dict[str, list[str]] = {}
-        other: dict[str, list[str]] = {}
-        if not entity_ids:
-            return topic, other
-        wanted = set(entity_ids)
-        for e in self.graph.get_edges(list(entity_ids), edge_types=["MENTIONED_IN"]):
-            if e.src in wanted:
-                (topic if e.props.get("topic") else other).setdefault(e.src, []).append(e.dst)
-        return topic, other
+    def _ppr(self, snap: QuerySnapshot, links: dict[str, tuple[str, float]], dense: list[tuple[str, float]],
+             cands: Candidates) -> None:
+        cfg, pg = self.config, snap.passages
+        seeds = {eid: conf for eid, (_, conf) in links.items()}
+        scores = pg.run(seeds, dict(dense[: cfg.ppr_passage_seeds]), passage_weight=cfg.ppr_passage_weight,
+                        damping=cfg.ppr_damping)
+        named = [name for _, (name, _) in sorted(links.items(), key=lambda x: -x[1][1])[:2]]
+        via = [f"seed:entity:{n}" for n in named] or ["seed:dense"]
+        for cid, s in pg.top_passages(scores, cfg.ppr_top):
+            cands.add(cid, ppr=s, path=[*via, f"PPR>chunk:{cid}"])
 
-    def _event_expand(self, qvec: np.ndarray, decomp: Decomposition, links: dict[str, tuple[str, float]],
-                      cands: Candidates) -> None:
+    def _event_expand(self, snap: QuerySnapshot, qvec: np.ndarray, decomp: Decomposition,
+                      links: dict[str, tuple[str, float]], cands: Candidates) -> None:
         cfg = self.config
-        seeds = dict(self._search("events", qvec, cfg.event_seeds))
+        seeds = dict(self._search(snap, "events", qvec, cfg.event_seeds)[0])
         if links:  # events the linked entities take part in
             for e in self.graph.get_edges(list(links), edge_types=["PARTICIPATES_IN"])[: cfg.event_seeds * 4]:
                 if e.src in links:
@@ -206,21 +302,22 @@ class Retriever:
         pending = list(dict.fromkeys(decomp.sub_queries or [question]))
         merged: Candidates | None = None
         qvec = self._embed(question)
+        snap = self.cache.get()
         rounds = 0
         prev_top: list[str] = []
         sources: dict[str, set[str]] = {}
         while pending and rounds < cfg.max_rounds:
             rounds += 1
-            for q in pending:
+            qvecs = self.query_vectors.get(pending)  # one embedding batch per round
+            for q, v in zip(pending, qvecs, strict=True):
                 asked.append(q)
-                found = self._one_query(q, decomp, "event", top_k, round_no=rounds,
-                                        qvec=qvec if q == question else None)
+                found = self._one_query(q, decomp, "event", top_k, round_no=rounds, qvec=v)
                 if merged is None:
                     merged = found
                 else:
                     merged.merge(found, weight=cfg.followup_weight, exclude=sources.get(q))
             assert merged is not None
-            merged.fill_sims(self.vectors, self.collections["chunks"], qvec)  # newcomers vs the question
+            self._fill_sims(snap, merged, qvec)  # newcomers vs the question
             top = merged.ranked()[:top_k]
             top_ids = [c for c, _ in top]
             new = [c for c in top_ids if c not in prev_top]

@@ -201,7 +201,7 @@ def test_half_written_documents_are_never_retrieved(make_stack: Any, tmp_path: P
     try:
         assert {n.id: n.props["status"] for n in fresh.graph.find_nodes("Document", limit=10)} == {
             "good": "done", "half": "pending"}
-        assert fresh.retriever.lexical.get().search("Quaggle Vondermarch", 5) == []  # BM25: was the half doc
+        assert fresh.retriever.cache.get().lexical.search("Quaggle Vondermarch", 5) == []  # BM25: was the half doc
         for mode in MODES:
             res = fresh.retriever.retrieve("Quaggle Vondermarch flooded the harbour", mode=mode, top_k=5)
             assert [c.doc_id for c in res.chunks] == ["good"], mode
