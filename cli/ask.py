@@ -50,6 +50,9 @@ def resolve_settings(
             data["llm"]["model_path"] = Path(model).expanduser()
         elif model in PACKAGED:
             data["llm"]["packaged_model"] = model
+        elif (Path(model).expanduser() / "config.json").is_file():  # a trained student (HF directory)
+            data["llm"]["backend"] = "transformers"
+            data["llm"]["hf_model_dir"] = Path(model).expanduser()
         else:
             data["llm"]["model"] = model  # a model name on the OpenAI-compatible server
     return load_settings(None, **data)
@@ -121,7 +124,7 @@ def register(app: typer.Typer) -> None:
         ),
         max_steps: int | None = typer.Option(None, "--max-steps", help="Step cap before a forced answer."),
         model: str | None = typer.Option(
-            None, "--model", help="GGUF path, packaged model name, or server model."
+            None, "--model", help="GGUF path, packaged model name, a trained model directory (transformers), or server model."
         ),
         fold_summary: str = typer.Option("llm", "--fold-summary", help="llm | deterministic"),
         extract: str = typer.Option("auto", "--extract", help="Indexing extraction: auto | llm | rules."),

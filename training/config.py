@@ -29,9 +29,37 @@ class _Strict(BaseModel):
 
 
 class ModelSection(_Strict):
-    path: Path = Field(description="local model directory (save_pretrained layout)")
+    """The student: a local HF directory, a ``.gguf`` file, or a packaged GGUF by name (dequantized once
+    and cached as an HF directory, ``training.common.loading``)."""
+
+    path: Path | None = Field(None, description="local model directory (save_pretrained layout) or a .gguf file")
+    packaged: str | None = Field(None, description="packaged GGUF model name (`eventfold model list`), e.g. qwen2.5-coder-0.5b")
     build_tiny: bool = Field(False, description="build the offline tiny test model at `path` if it is missing")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ModelSection:
+        if (self.path is None) == (self.packaged is None):
+            raise ValueError("[model] needs exactly one of `path` (directory or .gguf) and `packaged` (model name)")
+        if self.build_tiny and self.path is None:
+            raise ValueError("[model] build_tiny needs `path` (where to build the tiny model)")
+        return self
+
+    @property
+    def label(self) -> str:
+        return self.packaged or str(self.path)
+
+    def is_available(self) -> bool:
+        """Whether loading can start without building anything first (for dry runs)."""
+        if self.packaged is not None:
+            from eventfold.models import get_model, is_installed
+            from eventfold.settings import Settings
+
+            return is_installed(Settings().models_dir, get_model(self.packaged))
+        assert self.path is not None
+        if self.path.suffix == ".gguf":
+            return self.path.is_file()
+        return (self.path / "config.json").is_file()
 
 
 class LoraSection(_Strict):
@@ -85,11 +113,17 @@ TeacherRunOptions = run_options_with(context_budget=1536, max_steps=8)
 
 
 class TeacherSection(_Strict):
-    """Teacher model for SFT data: the project LLM settings (local llama.cpp or OpenAI-compatible)."""
+    """Teacher for SFT data: the project LLM (``Settings.llm``: local llama.cpp GGUF or an
+    OpenAI-compatible server), the HF model at ``model`` (``hf``), or only the privileged oracle
+    (``oracle``); ``oracle_fill`` mixes the oracle in where the LLM yields too few kept trajectories
+    (``training.sft.teachers``)."""
 
-    backend: Literal["settings", "hf"] = Field("settings", description="settings: Settings.llm; hf: model.path")
+    backend: Literal["settings", "hf", "oracle"] = Field("settings", description="settings: Settings.llm; hf: model.path; oracle: scripted")
     run: TeacherRunOptions = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
     workers: int = Field(1, ge=1)
+    llm_questions: int | None = Field(None, ge=0, description="run the LLM teacher on only the first N questions")
+    oracle_fill: Literal["none", "rejected", "all"] = Field(
+        "none", description="oracle trajectories for the questions the LLM got no kept trajectory for, or for all")
 
 
 class SFTRunConfig(_Strict):

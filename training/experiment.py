@@ -1,210 +1,327 @@
-"""CPU-sized end-to-end experiment (not a test): SFT then RL of a small offline student model.
+"""The CPU experiment (not a test): SFT then SIRAS-GRPO on the real student, measured before and after.
 
-    python -m training.experiment --out <dir> --questions ../shared/data/multihop/hotpotqa_train100 \
-        --sft-n 16 --rl-n 16 --eval-n 10 [--data <SFT dataset from `eventfold train sft-data`>]
+    python -m training.experiment --out DIR --questions ../shared/data/multihop/hotpotqa_train100 \
+        --student qwen2.5-coder-0.5b --sft-n 24 --rl-n 8 --eval-n 20 --llm-teacher-n 4 \
+        --stages data,base,sft,eval-sft,rl,eval-rl,report [--deadline-min 40]
 
 Questions are split in file order: the first ``sft-n`` for teacher trajectories, the next ``rl-n``
-for RL, the next ``eval-n`` held out. All their passages go into one EventRAG index (rules, naive).
+for RL, the next ``eval-n`` held out (never seen by a training step). All their passages go into one
+EventRAG index (rule extraction, naive retrieval).
 
-1. the student: the tiny Qwen3 recipe (``training.common.tiny``) with a 2k-token BPE trained on the
-   agent prompts and the corpus, 4 layers of width 64, a long position range;
-2. the teacher: an SFT dataset given with ``--data`` (e.g. built by an LLM teacher), or the
-   ``OracleTeacher`` below (privileged: gold supporting titles and answer) driving the real agent;
-3. evaluation before training: the real agent driven by the student on the held-out questions,
-   scored with the RL reward (``training.evaluate``); SFT (``training.sft.train``), evaluation;
-   RL (GRPO + SIRAS, adaptive scheduling) in the research environment (``training.rl.run``),
-   evaluation;
-4. ``results.json`` and ``results.md`` in ``--out``. Timings are wall clock on whatever machine runs
-   it (shared CPUs: noisy).
+Stages (each resumable: a finished stage is not run again, an evaluation continues per question):
+- ``data``: teacher trajectories through the real agent, rejection-sampled (``training.sft.data.judge``):
+  the first ``llm-teacher-n`` SFT questions with the LLM teacher (``Settings.llm``: the packaged 1.5B
+  through llama.cpp), all SFT questions with the privileged oracle (``training.sft.teachers``); yield
+  and rejection reasons per teacher go to the manifest; the kept trajectories of both form the SFT set;
+- ``base`` / ``eval-sft`` / ``eval-rl``: the real agent driven by the student (transformers backend,
+  greedy) on the held-out questions, scored with the RL reward (``training.evaluate``);
+- ``sft``: LoRA SFT (``training.sft.train``) of the student on the set, merged into ``sft/final``;
+- ``rl``: GRPO + SIRAS with LoRA, UCB scheduling on, in the research environment from ``sft/final``;
+- ``report``: ``results.md`` (the three columns on the questions all three evaluated) + timings.
+Wall-clock figures are whatever this machine gives (shared CPUs: noisy; the load average is logged).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 from training.config import QuestionsSection, RLRunConfig, SFTRunConfig
 from training.corpus import load_questions, open_backend
-from training.evaluate import evaluate_policy, summarize
+from training.evaluate import EpisodeScore, evaluate_policy, summarize
+
+STAGES = ("data", "base", "sft", "eval-sft", "rl", "eval-rl", "report")
 
 
-class OracleTeacher:
-    """A scripted teacher with privileged information (the gold supporting titles and the answer),
-    used when no LLM teacher is affordable: it searches each supporting title, folds all completed
-    steps once the rendered context passes ``fold_at`` of the budget, then answers with the gold
-    answer. Its trajectories go through the real agent, tools and corpus; counting uses the
-    student's tokenizer so the budget is in student tokens."""
-
-    def __init__(self, counter: Any, plans: dict[str, tuple[list[str], str]], budget: int, fold_at: float = 0.6):
-        self.name = "oracle-teacher"
-        self.counter, self.plans, self.budget, self.fold_at = counter, plans, budget, fold_at
-        self._done: dict[str, list[str]] = {}
-
-    def chat(self, messages: list[Any], *, tools: Any = None, **kw: Any) -> Any:
-        from eventfold.llm.types import ChatResponse, Message, ToolCall
-
-        titles, gold = self.plans[" ".join(messages[1].content.split())]
-        if not tools:
-            return ChatResponse(message=Message(role="assistant", content=gold), model=self.name)
-        done = self._done.setdefault(" ".join(messages[1].content.split()), [])
-        steps = sum(1 for m in messages if m.role == "assistant") + sum(
-            1 for m in messages if m.role == "user" and m.content.startswith("## [F"))
-        folded = any(m.role == "user" and m.content.startswith("## [F") for m in messages)
-        tokens = self.counter.count_message_tokens(messages, tools)
-        todo = [t for t in titles if t not in done]
-        if steps >= 2 and not folded and tokens > self.fold_at * self.budget:
-            call = ToolCall(id=f"o{steps}", name="fold", arguments={"start_step": 1, "end_step": steps})
-        elif todo:
-            done.append(todo[0])
-            call = ToolCall(id=f"o{steps}", name="search", arguments={"query": todo[0]})
-        else:
-            call = ToolCall(id=f"o{steps}", name="answer", arguments={"answer": gold})
-        return ChatResponse(message=Message(role="assistant", content="", tool_calls=[call]), model=self.name)
-
-    def count_tokens(self, text: str) -> int:
-        return self.counter.count_tokens(text)
-
-    def count_message_tokens(self, messages: list[Any], tools: Any = None) -> int:
-        return self.counter.count_message_tokens(messages, tools)
-
-
-def build_student(out: Path, texts: list[str]) -> Path:
-    from training.common.tiny import build_tiny_model
-
-    if (out / "config.json").is_file():
-        return out
-    return build_tiny_model(
-        out, vocab_size=2048, hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=16, max_position_embeddings=16384, extra_text=texts, seed=0,
-    )
-
-
-def _chat_model(path: Path) -> Any:
+def chat_model(path: Path, max_new_tokens: int) -> Any:
     from trl.chat_template_utils import add_response_schema
 
+    from eventfold.llm.transformers_backend import HFChatModel
     from training.common.loading import load_model_and_tokenizer
-    from training.hf_chat import HFChatModel
 
     model, tok = load_model_and_tokenizer(path)
     model.eval()
-    return HFChatModel(add_response_schema(tok), model, name=path.name)
+    return HFChatModel(add_response_schema(tok), model, name=path.parent.name + "/" + path.name,
+                       max_new_tokens=max_new_tokens)
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="training.experiment")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--questions", type=Path, required=True)
+    p.add_argument("--student", default="qwen2.5-coder-0.5b", help="packaged model name, .gguf or HF directory")
+    p.add_argument("--stages", default=",".join(STAGES))
+    p.add_argument("--sft-n", type=int, default=24)
+    p.add_argument("--rl-n", type=int, default=8)
+    p.add_argument("--eval-n", type=int, default=20)
+    p.add_argument("--llm-teacher-n", type=int, default=4, help="SFT questions also run by the LLM teacher")
+    p.add_argument("--sft-epochs", type=float, default=2.0)
+    p.add_argument("--sft-lr", type=float, default=2e-4)
+    p.add_argument("--rl-steps", type=int, default=4)
+    p.add_argument("--rl-lr", type=float, default=5e-5)
+    p.add_argument("--budget", type=int, default=1400, help="student-token context budget")
+    p.add_argument("--max-steps", type=int, default=5, help="agent steps per episode")
+    p.add_argument("--step-tokens", type=int, default=96, help="max new tokens per agent turn")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--deadline-min", type=float, default=None, help="stop starting new eval questions after this")
+    p.add_argument("--home", type=Path, default=None)
+    p.add_argument("--profile", choices=sorted(PROFILES), default="cpu",
+                   help="cpu: LoRA, HF generate, small batches; h200: bf16, vLLM colocated rollouts, larger batches")
+    p.add_argument("--dry-run", action="store_true",
+                   help="validate the SFT/RL configs (model, data, batch arithmetic, rollout settings) and exit")
+    a = p.parse_args(argv)
+    for k, v in PROFILES[a.profile].get("defaults", {}).items():  # a profile's sizes, unless given explicitly
+        if getattr(a, k) == p.get_default(k):
+            setattr(a, k, v)
+    return a
+
+
+# Sizes per machine. h200: the same pipeline as on CPU at a batch that fills one H200 for ~10 minutes
+# (training/gpu_check.sh); rollouts by vLLM colocated with training, bf16.
+PROFILES: dict[str, dict[str, Any]] = {
+    "cpu": {"rollout": "hf_generate", "bf16": False, "num_generations": 2, "rl_batch": 4, "sft_batch": 1,
+            "sft_accum": 4, "max_completion": 640},
+    "h200": {"rollout": "vllm_colocate", "bf16": True, "num_generations": 8, "rl_batch": 32, "sft_batch": 8,
+             "sft_accum": 1, "max_completion": 2048,
+             "defaults": {"sft_n": 60, "rl_n": 20, "eval_n": 20, "llm_teacher_n": 0, "sft_epochs": 3.0,
+                          "rl_steps": 30, "budget": 2048, "max_steps": 6, "step_tokens": 128}},
+}
+
+
+class Experiment:
+    def __init__(self, a: argparse.Namespace) -> None:
+        from eventfold.run_options import RunOptions
+
+        self.a = a
+        a.out.mkdir(parents=True, exist_ok=True)
+        self.results_path = a.out / "results.json"
+        self.results: dict[str, Any] = json.loads(self.results_path.read_text()) if self.results_path.is_file() else {}
+        self.deadline = time.time() + 60 * a.deadline_min if a.deadline_min else None
+        self.sft_qs, self.ds = load_questions(QuestionsSection(path=a.questions, offset=0, limit=a.sft_n))
+        self.rl_qs, ds_rl = load_questions(QuestionsSection(path=a.questions, offset=a.sft_n, limit=a.rl_n))
+        self.ev_qs, ds_ev = load_questions(
+            QuestionsSection(path=a.questions, offset=a.sft_n + a.rl_n, limit=a.eval_n))
+        self.all_ds = self.ds.model_copy(update={"examples": self.ds.examples + ds_rl.examples + ds_ev.examples})
+        self.options = RunOptions(max_steps=a.max_steps, context_budget=a.budget, fold_summary="deterministic",
+                                  search_top_k=2, result_chars=300, read_chars=600, step_max_tokens=a.step_tokens)
+        self.corpus = {"index": "i12-train-exp", "mode": "naive", **({"home": str(a.home)} if a.home else {})}
+
+    # --- plumbing -----------------------------------------------------------------------------
+    def save(self) -> None:
+        self.results["load_average"] = os.getloadavg()
+        self.results_path.write_text(json.dumps(self.results, indent=1))
+
+    def student_dir(self) -> Path:
+        from training.common.loading import resolve_model_dir
+
+        s = self.a.student
+        return resolve_model_dir(s) if s.endswith(".gguf") or Path(s).is_dir() else resolve_model_dir(packaged=s)
+
+    def rl_config(self) -> RLRunConfig:
+        a = self.a
+        pr = PROFILES[a.profile]
+        return RLRunConfig.model_validate({
+            "model": {"path": str(a.out / "sft" / "final")}, "output_dir": str(a.out / "rl"), "resume": True,
+            "questions": {"path": str(a.questions), "offset": a.sft_n, "limit": a.rl_n}, "corpus": self.corpus,
+            "env": {"run": {"context_budget": a.budget, "max_steps": a.max_steps, "search_top_k": 2,
+                            "result_chars": 300, "read_chars": 600, "step_max_tokens": a.step_tokens},
+                    "reward": {"context_budget": a.budget, "cost_per_1k": 0.5}},
+            "schedule": {"enabled": True, "n_clusters": 2, "update_every": 2, "exploration": 1.0, "seed": a.seed},
+            "grpo": {"num_generations": pr["num_generations"], "per_device_train_batch_size": pr["rl_batch"],
+                     "max_steps": a.rl_steps, "learning_rate": a.rl_lr, "temperature": 1.0,
+                     "max_completion_length": pr["max_completion"], "max_tool_calling_iterations": a.max_steps - 1,
+                     "save_steps": 1 if a.profile == "cpu" else 10, "seed": a.seed, "bf16": pr["bf16"]},
+            "lora": {"enabled": True, "r": 16, "alpha": 32},
+            "advantage": {"method": "siras"},
+            "launch": {"rollout": pr["rollout"]},
+        })  # fmt: skip
+
+    # --- stages -------------------------------------------------------------------------------
+    def data(self, backend: Any) -> None:
+        """LLM teacher (Settings.llm) on the first llm-teacher-n questions, the oracle on all of them."""
+        from eventfold.llm.transformers_backend import HFChatModel
+        from training.common.loading import load_tokenizer
+        from training.sft.data import agent_run_fn, judge, write_dataset
+        from training.sft.teachers import OracleTeacher, mixed_trajectories, oracle_plans
+
+        a = self.a
+        out = a.out / "sft_data"
+        if (out / "manifest.json").is_file():
+            return
+        llm = None
+        if a.llm_teacher_n:
+            from eventfold.llm.factory import make_chat_model
+            from eventfold.settings import Settings
+
+            llm = make_chat_model(Settings(), cache=False)
+        counter = HFChatModel(load_tokenizer(self.student_dir()))
+        oracle = OracleTeacher(counter, oracle_plans(self.sft_qs, self.ds), a.budget)
+        started = time.perf_counter()
+
+        def show(tr: Any) -> None:
+            v = judge(tr)
+            print(f"[{tr.teacher}] {tr.question_id}: {'kept' if v.accepted else 'rejected'} ({v.reason}); "
+                  f"{len(tr.run.steps)} steps, {tr.run.counters.folds} folds, {time.perf_counter() - started:.0f}s",
+                  flush=True)
+
+        trajs = mixed_trajectories(self.sft_qs, agent_run_fn(backend, self.options), llm=llm, llm_n=a.llm_teacher_n,
+                                   oracle=oracle, fill="all", on_done=show)
+        manifest = write_dataset(trajs, out, source=str(a.questions))
+        self.results["manifest"] = manifest.model_dump(mode="json", exclude={"questions"})
+        self.results.setdefault("timings", {})["teacher_s"] = time.perf_counter() - started
+        self.save()
+
+    def evaluate(self, name: str, model_dir: Path, backend: Any) -> None:
+        if self.results.get(name, {}).get("n") == len(self.ev_qs):
+            return
+        started = time.perf_counter()
+        model = chat_model(model_dir, self.a.step_tokens)
+        reward = self.rl_config().env.reward
+
+        def show(s: EpisodeScore) -> None:
+            print(f"[{name}] {s.qid}: reward {s.reward:+.2f} f1 {s.f1:.2f} answered {s.answered} folds {s.folds} "
+                  f"guard {s.guard_folds} turns {s.turns} valid {s.valid_calls} peak {s.peak_context_tokens} "
+                  f"{s.seconds:.0f}s", flush=True)
+
+        scores = evaluate_policy(model, self.ev_qs, backend, self.options, reward,
+                                 log_path=self.a.out / f"eval_{name}.jsonl", deadline=self.deadline, on_score=show)
+        self.results[name] = summarize(scores)
+        self.results.setdefault("timings", {})[f"eval_{name}_s"] = time.perf_counter() - started
+        self.results.setdefault("reused_prompt_tokens", {})[name] = model.reused_tokens
+        self.save()
+
+    def sft(self) -> None:
+        from training.sft.train import run_sft
+
+        a = self.a
+        if (a.out / "sft" / "final" / "config.json").is_file():
+            return
+        cfg = self.sft_config(self.student_dir())
+        t = time.perf_counter()
+        res = run_sft(cfg)
+        self.results["sft"] = {**res.model_dump(mode="json"), "wall_s": time.perf_counter() - t, "seed": a.seed}
+        self.save()
+
+    def sft_config(self, student: Path) -> SFTRunConfig:
+        a, pr = self.a, PROFILES[self.a.profile]
+        return SFTRunConfig.model_validate({
+            "model": {"path": str(student)}, "output_dir": str(a.out / "sft"),
+            "data_dir": str(a.out / "sft_data"), "max_length": 3072, "resume": True,
+            "lora": {"enabled": True, "r": 16, "alpha": 32},
+            "optim": {"learning_rate": a.sft_lr, "num_train_epochs": a.sft_epochs,
+                      "per_device_train_batch_size": pr["sft_batch"], "gradient_accumulation_steps": pr["sft_accum"],
+                      "save_steps": 5 if a.profile == "cpu" else 50, "warmup_steps": 2, "seed": a.seed,
+                      "bf16": pr["bf16"]},
+        })  # fmt: skip
+
+    def dry_run(self) -> bool:
+        """Validate both configs the way `eventfold train sft|rl --dry-run` does; print the plan."""
+        from training.launch import check_rl_launch, check_sft
+
+        a = self.a
+        student = a.student if a.student.endswith(".gguf") or Path(a.student).is_dir() else None
+        sft = self.sft_config(Path(student) if student else a.out / "student")
+        sft = sft.model_copy(update={"model": sft.model.model_copy(
+            update={"path": None, "packaged": a.student} if student is None else {})})
+        rl = self.rl_config().model_copy(update={"model": sft.model})  # RL starts from sft/final, made by `sft`
+        checks = {"sft": check_sft(sft), "rl": check_rl_launch(rl)}
+        print(f"profile {a.profile}: {len(self.sft_qs)} SFT / {len(self.rl_qs)} RL / {len(self.ev_qs)} held-out questions")
+        for name, c in checks.items():
+            print(f"[{name}] {'ok' if c.ok else 'FAILED'}")
+            for line in c.notes:
+                print(f"  · {line}")
+            for line in c.problems:
+                print(f"  ✗ {line}")
+        return all(c.ok for c in checks.values())
+
+    def rl(self, backend: Any) -> None:
+        from training.rl.run import run_rl
+
+        a = self.a
+        if (a.out / "rl" / "final" / "config.json").is_file():
+            return
+        t = time.perf_counter()
+        res = run_rl(self.rl_config(), self.rl_qs, backend)
+        wall = time.perf_counter() - t
+        logs = [json.loads(x) for x in res.log_path.read_text().splitlines()]
+        steps = [x for x in logs if "reward" in x]
+        keys = ("reward", "reward_std", "episode/em", "episode/f1", "episode/answered", "episode/folds",
+                "episode/unfolds", "episode/peak_context_tokens", "frac_reward_zero_std", "siras/degenerate_frac",
+                "siras/shaping_ms", "entropy", "tools/call_frequency", "num_tokens", "step_time")
+        self.results["rl"] = {
+            "steps": res.global_step, "schedule_history": res.schedule_history, "wall_s": wall, "seed": a.seed,
+            "s_per_step": wall / max(1, res.global_step),
+            "tokens_per_s": (steps[-1].get("num_tokens", 0) / wall) if steps else None,
+            "curve": [{k: s.get(k) for k in keys} for s in steps],
+        }  # fmt: skip
+        self.save()
+
+    def report(self) -> None:
+        cols = ("answered", "valid_call_rate", "folds", "fold_rate_under_pressure", "pressured_runs", "unfolds",
+                "guard_folds", "em", "f1", "reward", "peak_context_tokens", "seconds", "n")
+        names = [n for n in ("base", "eval-sft", "eval-rl") if n in self.results]
+        common = self._common_ids(names)
+        lines = [f"held-out questions evaluated by every column: {len(common)}", "",
+                 "| metric | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+        summaries = {n: summarize(self._scores(n, common)) for n in names}
+        for c in cols:
+            lines.append(f"| {c} | " + " | ".join(f"{summaries[n].get(c, 0):.3g}" for n in names) + " |")
+        self.results["table_common"] = summaries
+        (self.a.out / "results.md").write_text("\n".join(lines) + "\n")
+        self.save()
+        print("\n".join(lines))
+
+    def _scores(self, name: str, ids: set[str]) -> list[EpisodeScore]:
+        path = self.a.out / f"eval_{name}.jsonl"
+        rows = [EpisodeScore.model_validate_json(x) for x in path.read_text().splitlines() if x.strip()]
+        return [s for s in rows if s.qid in ids]
+
+    def _common_ids(self, names: list[str]) -> set[str]:
+        sets = [{s.qid for s in self._scores(n, {q.id for q in self.ev_qs})} for n in names]
+        return set.intersection(*sets) if sets else set()
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="training.experiment")
-    p.add_argument("--data", type=Path, default=None, help="an SFT dataset (else: the oracle teacher builds one)")
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--questions", type=Path, required=True)
-    p.add_argument("--sft-n", type=int, default=24)
-    p.add_argument("--rl-n", type=int, default=24)
-    p.add_argument("--eval-n", type=int, default=12)
-    p.add_argument("--sft-epochs", type=float, default=3.0)
-    p.add_argument("--rl-steps", type=int, default=20)
-    p.add_argument("--budget", type=int, default=4500, help="student-token context budget")
-    p.add_argument("--home", type=Path, default=None)
-    p.add_argument("--max-steps", type=int, default=5, help="agent steps per episode")
-    p.add_argument("--step-tokens", type=int, default=128, help="max new tokens per agent turn")
-    a = p.parse_args(argv)
-    a.out.mkdir(parents=True, exist_ok=True)
-    timings: dict[str, float] = {}
+    a = _args(argv)
+    stages = [s for s in a.stages.split(",") if s]
+    unknown = set(stages) - set(STAGES)
+    if unknown:
+        raise SystemExit(f"unknown stages {sorted(unknown)}; known: {', '.join(STAGES)}")
+    import torch
+    from transformers import set_seed
 
-    from agent import prompts
-    from eventfold.run_options import RunOptions
-    from training.sft.data import agent_run_fn, generate_trajectories, write_dataset
-
-    sft_qs, ds = load_questions(QuestionsSection(path=a.questions, offset=0, limit=a.sft_n))
-    rl_qs, ds_rl = load_questions(QuestionsSection(path=a.questions, offset=a.sft_n, limit=a.rl_n))
-    ev_qs, ds_ev = load_questions(QuestionsSection(path=a.questions, offset=a.sft_n + a.rl_n, limit=a.eval_n))
-    both = ds.model_copy(update={"examples": ds.examples + ds_rl.examples + ds_ev.examples})
-    tool_text = json.dumps([{"name": n} for n in ("search", "read", "fold", "unfold", "answer")])
-    texts = [prompts.SYSTEM_FOLD, prompts.STATUS, tool_text] + [f"{x.title}\n{x.text}" for x in both.passages]
-    student = build_student(a.out / "student", texts)
-
-    corpus = {"index": "train-exp", "mode": "naive", **({"home": str(a.home)} if a.home else {})}
-    rl_cfg = RLRunConfig.model_validate({
-        "model": {"path": str(a.out / "sft" / "final")}, "output_dir": str(a.out / "rl"), "resume": False,
-        "questions": {"path": str(a.questions), "offset": a.sft_n, "limit": a.rl_n}, "corpus": corpus,
-        "env": {"run": {"context_budget": a.budget, "max_steps": a.max_steps, "search_top_k": 3, "result_chars": 400},
-                "reward": {"context_budget": a.budget, "cost_per_1k": 0.25}},
-        "schedule": {"enabled": True, "n_clusters": 3, "update_every": 5, "exploration": 1.0},
-        "grpo": {"num_generations": 4, "per_device_train_batch_size": 4, "max_steps": a.rl_steps,
-                 "learning_rate": 2e-4, "temperature": 1.0, "max_completion_length": 1536,
-                 "max_tool_calling_iterations": a.max_steps, "save_steps": 1000},
-        "advantage": {"method": "siras"},
-    })
-    options = RunOptions(max_steps=a.max_steps, context_budget=a.budget, fold_summary="deterministic",
-                         search_top_k=3, result_chars=400, step_max_tokens=a.step_tokens)
-    results: dict[str, Any] = {"eval_questions": [q.id for q in ev_qs]}
-    with open_backend(rl_cfg.corpus, both) as backend:
-        data_dir = a.data
-        if data_dir is None:
-            from training.common.loading import load_tokenizer
-            from training.hf_chat import HFChatModel
-
-            plans = {" ".join(e.question.split()): (e.gold_titles, e.answers[0]) for e in ds.examples}
-            teacher = OracleTeacher(HFChatModel(load_tokenizer(student)), plans, a.budget)
+    set_seed(a.seed)
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    ex = Experiment(a)
+    if a.dry_run:
+        raise SystemExit(0 if ex.dry_run() else 1)
+    ex.results.setdefault("args", {k: str(v) for k, v in vars(a).items()})
+    ex.results["eval_questions"] = [q.id for q in ex.ev_qs]
+    rl_cfg = ex.rl_config()
+    with open_backend(rl_cfg.corpus, ex.all_ds) as backend:
+        for stage in stages:
             t = time.perf_counter()
-            trajs = generate_trajectories(sft_qs, agent_run_fn(backend, options), teacher)
-            timings["teacher_s"] = time.perf_counter() - t
-            data_dir = a.out / "sft_data"
-            write_dataset(trajs, data_dir, source=str(a.questions))
-        results["manifest"] = json.loads((data_dir / "manifest.json").read_text())
-        t = time.perf_counter()
-        results["before"] = summarize(evaluate_policy(_chat_model(student), ev_qs, backend, options, rl_cfg.env.reward))
-        timings["eval_before_s"] = time.perf_counter() - t
-
-        from training.sft.train import run_sft
-
-        sft_cfg = SFTRunConfig.model_validate({
-            "model": {"path": str(student)}, "output_dir": str(a.out / "sft"), "data_dir": str(data_dir),
-            "max_length": 16384, "resume": False,
-            "optim": {"learning_rate": 3e-3, "num_train_epochs": a.sft_epochs, "per_device_train_batch_size": 1,
-                      "gradient_accumulation_steps": 2, "save_steps": 1000, "warmup_steps": 2},
-        })
-        t = time.perf_counter()
-        sft = run_sft(sft_cfg)
-        timings["sft_s"] = time.perf_counter() - t
-        results["sft"] = {"steps": sft.global_step, "train_loss": sft.train_loss, "rows": sft.rows}
-        print(json.dumps({"before": results["before"], "sft": results["sft"]}), flush=True)
-        t = time.perf_counter()
-        results["after_sft"] = summarize(
-            evaluate_policy(_chat_model(sft.final_dir), ev_qs, backend, options, rl_cfg.env.reward))
-        timings["eval_sft_s"] = time.perf_counter() - t
-        print(json.dumps({"after_sft": results["after_sft"]}), flush=True)
-
-        from training.rl.run import run_rl
-
-        t = time.perf_counter()
-        rl = run_rl(rl_cfg, rl_qs, backend)
-        timings["rl_s"] = time.perf_counter() - t
-        logs = [json.loads(x) for x in rl.log_path.read_text().splitlines()]
-        steps = [x for x in logs if "reward" in x]
-        keys = ("reward", "episode/em", "episode/answered", "episode/folds", "episode/unfolds",
-                "episode/peak_context_tokens", "frac_reward_zero_std", "entropy", "tools/call_frequency", "step_time")
-        results["rl"] = {"steps": rl.global_step, "schedule_history": rl.schedule_history,
-                         "first": {k: steps[0].get(k) for k in keys} if steps else {},
-                         "last": {k: steps[-1].get(k) for k in keys} if steps else {},
-                         "mean": {k: sum(float(s.get(k, 0)) for s in steps) / len(steps) for k in keys} if steps else {}}
-        t = time.perf_counter()
-        results["after_rl"] = summarize(
-            evaluate_policy(_chat_model(rl.final_dir), ev_qs, backend, options, rl_cfg.env.reward))
-        timings["eval_rl_s"] = time.perf_counter() - t
-    results["timings"] = timings
-    (a.out / "results.json").write_text(json.dumps(results, indent=1))
-    cols = ("reward", "em", "f1", "answered", "folds", "unfolds", "guard_folds", "invalid_turns", "steps",
-            "peak_context_tokens")
-    lines = ["| policy | " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) + 1)]
-    for name in ("before", "after_sft", "after_rl"):
-        lines.append(f"| {name} | " + " | ".join(f"{results[name].get(c, 0):.3g}" for c in cols) + " |")
-    (a.out / "results.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    m = results["manifest"]
-    print(json.dumps({"teacher": m["teacher"], "accepted": m["accepted"], "trajectories": m["trajectories"],
-                      "rows": m["rows"], "folds": m["folds"], "rejections": m["rejection_reasons"],
-                      "sft": results["sft"], "rl": results["rl"], "timings": timings}, indent=1))
+            print(f"== {stage} (load {os.getloadavg()[0]:.1f})", flush=True)
+            if stage == "data":
+                ex.data(backend)
+            elif stage == "base":
+                ex.evaluate("base", ex.student_dir(), backend)
+            elif stage == "sft":
+                ex.sft()
+            elif stage == "eval-sft":
+                ex.evaluate("eval-sft", a.out / "sft" / "final", backend)
+            elif stage == "rl":
+                ex.rl(backend)
+            elif stage == "eval-rl":
+                ex.evaluate("eval-rl", a.out / "rl" / "final", backend)
+            else:
+                ex.report()
+            ex.results.setdefault("timings", {})[f"{stage}_stage_s"] = time.perf_counter() - t
+            ex.save()
 
 
 if __name__ == "__main__":

@@ -40,12 +40,12 @@ def teacher_model(cfg: SFTRunConfig) -> Any:
     if cfg.teacher.backend == "hf":
         from trl.chat_template_utils import add_response_schema
 
+        from eventfold.llm.transformers_backend import HFChatModel
         from training.common.loading import load_model_and_tokenizer
-        from training.hf_chat import HFChatModel
         from training.sft.train import ensure_model
 
         model, tok = load_model_and_tokenizer(ensure_model(cfg.model))
-        return HFChatModel(add_response_schema(tok), model, name=f"hf:{cfg.model.path.name}")
+        return HFChatModel(add_response_schema(tok), model, name=f"hf:{Path(cfg.model.label).name}")
     from eventfold.llm.factory import make_chat_model
 
     return make_chat_model(corpus_settings(cfg.corpus)) if cfg.corpus else make_chat_model(_settings())
@@ -58,18 +58,31 @@ def _settings() -> Any:
 
 
 def build_sft_data(cfg: SFTRunConfig) -> Any:
-    """Run the teacher agent on the configured questions and write the dataset to ``cfg.data_dir``."""
+    """Run the teacher agent on the configured questions and write the dataset to ``cfg.data_dir``:
+    the LLM teacher's rejection-sampled trajectories, mixed with the oracle's per ``teacher.oracle_fill``."""
+    from eventfold.llm.transformers_backend import HFChatModel
+    from training.common.loading import load_tokenizer
     from training.corpus import corpus_settings, load_questions, open_backend
-    from training.sft.data import agent_run_fn, generate_trajectories, write_dataset
+    from training.sft.data import agent_run_fn, write_dataset
+    from training.sft.teachers import OracleTeacher, mixed_trajectories, oracle_plans
+    from training.sft.train import ensure_model
 
     if cfg.questions is None or cfg.corpus is None:
         raise ValueError("sft-data needs [questions] and [corpus] sections in the config")
+    t = cfg.teacher
     questions, dataset = load_questions(cfg.questions)
-    options = corpus_settings(cfg.corpus).run_options(**cfg.teacher.run.model_dump())
-    teacher = teacher_model(cfg)
+    options = corpus_settings(cfg.corpus).run_options(**t.run.model_dump())
+    llm = None if t.backend == "oracle" else teacher_model(cfg)
+    oracle = None
+    if t.backend == "oracle" or t.oracle_fill != "none":
+        counter = HFChatModel(load_tokenizer(ensure_model(cfg.model)))  # budget in student tokens
+        oracle = OracleTeacher(counter, oracle_plans(questions, dataset), options.context_budget)
     with open_backend(cfg.corpus, dataset) as backend:
-        trajs = generate_trajectories(questions, agent_run_fn(backend, options), teacher,
-                                      workers=cfg.teacher.workers, on_done=_progress(cfg))
+        trajs = mixed_trajectories(
+            questions, agent_run_fn(backend, options), llm=llm, llm_n=t.llm_questions, oracle=oracle,
+            fill="all" if t.backend == "oracle" else t.oracle_fill, accept=cfg.accept,
+            on_done=_progress(cfg), workers=t.workers,
+        )
     return write_dataset(trajs, cfg.data_dir, source=str(cfg.questions.path), cfg=cfg.accept)
 
 
@@ -93,8 +106,8 @@ def train_sft(cfg: SFTRunConfig) -> Any:
 
 def check_sft(cfg: SFTRunConfig) -> LaunchCheck:
     problems, notes = [], []
-    if not (cfg.model.path / "config.json").is_file() and not cfg.model.build_tiny:
-        problems.append(f"model.path {cfg.model.path} holds no model (config.json) and build_tiny is off")
+    if not cfg.model.is_available() and not cfg.model.build_tiny:
+        problems.append(f"model {cfg.model.label} holds no model (no config.json, .gguf file or pulled packaged model) and build_tiny is off")
     if not (cfg.data_dir / "train.jsonl").is_file():
         notes.append(f"{cfg.data_dir}/train.jsonl does not exist yet: run `eventfold train sft-data` first")
     if cfg.optim.bf16 and not torch.cuda.is_available():
@@ -157,8 +170,8 @@ def check_rl_launch(cfg: RLRunConfig, config_path: Path | None = None) -> Launch
     problems: list[str] = []
     notes: list[str] = []
     multi = cfg.launch.accelerate_config is not None or cfg.launch.num_processes > 1
-    if not (cfg.model.path / "config.json").is_file() and not cfg.model.build_tiny:
-        message = f"model.path {cfg.model.path} holds no model (config.json)"
+    if not cfg.model.is_available() and not cfg.model.build_tiny:
+        message = f"model {cfg.model.label} holds no model (no config.json, .gguf file or pulled packaged model)"
         if multi:  # the weights live on the GPU machines
             notes.append(message + " here: it must exist on the launch machines")
         else:

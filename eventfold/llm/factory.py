@@ -17,6 +17,10 @@ def make_chat_model(settings: Settings, *, cache: bool | None = None) -> ChatMod
         from eventfold.llm.openai_backend import OpenAIChatModel
 
         model = OpenAIChatModel.from_settings(llm)
+    elif llm.backend == "transformers":  # a trained student, served in its training format
+        from eventfold.llm.transformers_backend import HFChatModel
+
+        model = HFChatModel.from_settings(llm)
     else:
         from eventfold.llm.local_backend import LlamaCppChatModel
         from eventfold.models import local_model_path

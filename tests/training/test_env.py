@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from eventfold.llm.transformers_backend import HFChatModel
 from training.common.loading import load_tokenizer
-from training.hf_chat import HFChatModel
 from training.rl.env import EnvConfig, EnvError, ResearchEnv, research_reward
 from training.rl.rewards import RewardConfig
 

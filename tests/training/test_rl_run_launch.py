@@ -21,6 +21,10 @@ def test_shipped_rl_configs_exist() -> None:
 def test_shipped_rl_configs_pass_the_dry_run(name: str) -> None:
     cfg = load_config(CONFIGS / name, RLRunConfig)
     check = check_rl_launch(cfg, CONFIGS / name)
+    if check.problems and cfg.model.path is not None and cfg.model.path.name == "final":
+        # starts from an SFT run's output that this machine has not made: that is the only problem allowed
+        assert len(check.problems) == 1 and "holds no model" in check.problems[0], check.problems
+        return
     assert check.ok, check.problems
     if cfg.launch.accelerate_config:
         assert check.command[:2] == ["accelerate", "launch"] and check.world_size > 1

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
+from eventfold.llm.transformers_backend import HFChatModel
 from eventfold.llm.types import ChatResponse, Message, ToolCall
 from eventfold.run_options import RunOptions
 from training.common.loading import load_tokenizer
 from training.common.tiny import training_chat_template
-from training.hf_chat import HFChatModel
 from training.sft.data import (
     AcceptConfig,
     TrainingQuestion,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from eventfold.llm.transformers_backend import HFChatModel, hf_message
 from eventfold.llm.types import LLMError, Message, ToolSpec
 from training.common.loading import load_model_and_tokenizer
-from training.hf_chat import HFChatModel, hf_message
 
 SEARCH = ToolSpec(name="search", description="Search.", parameters={"type": "object", "properties": {
     "query": {"type": "string"}}, "required": ["query"]})
@@ -46,3 +46,30 @@ def test_message_conversion_keeps_arguments_json_for_datasets() -> None:
     assert hf_message(m)["tool_calls"][0]["function"]["arguments"] == {"start_step": 1}
     assert hf_message(m, arguments_as_json=True)["tool_calls"][0]["function"]["arguments"] == '{"start_step": 1}'
     assert hf_message(Message(role="tool", content="r", name="search"))["name"] == "search"
+
+
+def test_prefix_reuse_gives_the_same_tokens_and_skips_the_shared_prefix(tiny_model_dir) -> None:
+    model, tok = load_model_and_tokenizer(tiny_model_dir)
+    model.eval()
+    plain = HFChatModel(tok, model, reuse_prefix=False, max_new_tokens=6)
+    reuse = HFChatModel(tok, model, reuse_prefix=True, max_new_tokens=6)
+    first = [Message(role="system", content="You are a research agent."), Message(role="user", content="When?")]
+    second = [*first, Message(role="assistant", content="step one"), Message(role="user", content="And then?")]
+    for msgs in (first, second, first):
+        a = plain.chat(msgs, temperature=0.0)
+        b = reuse.chat(msgs, temperature=0.0)
+        assert a.text == b.text and a.usage == b.usage
+    assert plain.reused_tokens == 0
+    assert reuse.reused_tokens >= plain.count_message_tokens(first)  # the second and third calls
+
+
+def test_transformers_backend_from_settings(tiny_model_dir, tmp_path) -> None:
+    from eventfold.llm.factory import make_chat_model
+    from eventfold.settings import LLMSettings, Settings
+
+    with pytest.raises(ValueError, match="hf_model_dir"):
+        LLMSettings(backend="transformers")
+    chat = make_chat_model(Settings(home=tmp_path, llm=LLMSettings(backend="transformers", hf_model_dir=tiny_model_dir,
+                                                                   max_tokens=4)), cache=False)
+    resp = chat.chat([Message(role="user", content="hello")], temperature=0.0)
+    assert resp.usage.completion_tokens <= 4 and chat.count_tokens("hello") > 0

@@ -2,8 +2,12 @@
 
 It plugs into TRL's ``GRPOTrainer(environment_factory=...)``: TRL creates one instance per rollout,
 calls ``reset(**row)`` with the dataset row (``question``, ``answer``, optional ``answer_aliases``),
-and exposes the public methods ``search``, ``read``, ``fold``, ``unfold`` and ``answer`` as tools
-(their docstrings become the JSON schemas). Each call is executed by the agent's own ``tools`` node
+and exposes the class's public methods as tools. Those methods are not written here: they are
+generated from the agent's tool registry (``agent.tools.build_registry`` via
+``AgentGraph.tool_specs``), one per registered tool, with the registry's parameters, defaults and
+descriptions (``install_registry_tools``), and ``training.rl.run`` makes TRL render the registry's
+JSON specs themselves, in the registry's order — one tool schema for inference, SFT and RL
+(``tests/training/test_tool_schema.py``). Each call is executed by the agent's own ``tools`` node
 (``agent.graph.AgentGraph.tools``: the same registry, fold/unfold memory, evidence and counters as an
 inference run), so the trained policy acts on exactly the tools it will use at inference.
 
@@ -22,15 +26,16 @@ context tokens and the answered share (``log_metric``).
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent import prompts
 from agent.graph import AgentDeps, AgentGraph
-from agent.llm import ChatModel, Message, ToolCall
+from agent.llm import ChatModel, Message, ToolCall, ToolSpec
 from agent.state import RunState
-from eventfold.run_options import run_options_with
+from eventfold.run_options import RunOptions, run_options_with
 from eventrag.schema import SearchBackend
 from training.rl.rewards import EpisodeOutcome, RewardBreakdown, RewardConfig, episode_reward
 
@@ -62,18 +67,28 @@ def golds_of(row: dict[str, Any]) -> list[str]:
     return [g for g in dict.fromkeys(golds) if g.strip()]
 
 
+def _run_options(config: EnvConfig) -> RunOptions:
+    """The environment always offers fold/unfold, and no LLM runs inside a rollout: the policy may
+    write its own fold summary, else the summary is deterministic."""
+    return config.run.model_copy(update={"fold": True, "fold_summary": "deterministic"})
+
+
 class ResearchEnv:
-    """One rollout's episode. Public methods (besides reset) are the agent's tools."""
+    """One rollout's episode. Public methods (besides reset) are the agent's tools, generated from the
+    registry when this module is imported."""
+
+    _registry_tools: list[str] = []
 
     def __init__(self, backend: SearchBackend, counter: ChatModel, config: EnvConfig | None = None) -> None:
         self._config = config or EnvConfig()
-        # the environment always offers fold/unfold, and no LLM runs inside a rollout: the policy may
-        # write its own fold summary, else the summary is deterministic
-        self._options = self._config.run.model_copy(update={"fold": True, "fold_summary": "deterministic"})
+        self._options = _run_options(self._config)
         self._graph = AgentGraph(AgentDeps(model=counter, backend=backend), self._options)
         self._run: RunState | None = None
         self._golds: list[str] = []
         self._episodes = 0
+        missing = [s.name for s in self._tool_specs() if s.name not in type(self)._registry_tools]
+        if missing:  # the registry grew tools for these options: give the class their methods too
+            install_registry_tools(type(self), self._tool_specs())
 
     # --- TRL protocol ---------------------------------------------------------------------------
     def reset(self, **row: Any) -> str | None:
@@ -86,48 +101,11 @@ class ResearchEnv:
         self._sample_context()
         return None  # the prompt holds the question and the first status line (training.rl.run.rl_rows)
 
-    # --- tools (docstrings are the schemas TRL shows the policy) --------------------------------
-    def search(self, query: str) -> str:
-        """Search the corpus for evidence. Returns numbered passages with chunk ids [c:ID] and document ids.
-
-        Args:
-            query: a short, specific search query
-        """
-        return self._step("search", {"query": query})
-
-    def read(self, id: str) -> str:
-        """Open a chunk (id from [c:ID]) or a whole document (doc id) to read its full text.
-
-        Args:
-            id: a chunk id (as in [c:ID]) or a document id
-        """
-        return self._step("read", {"id": id})
-
-    def fold(self, start_step: int, end_step: int, summary: str | None = None) -> str:
-        """Fold steps start_step..end_step into a short memory block (originals are kept; unfold restores them).
-
-        Args:
-            start_step: first step to fold
-            end_step: last step to fold (an earlier step than the current one)
-            summary: optional: your own summary of what these steps found, citing [c:ID]
-        """
-        return self._step("fold", {"start_step": start_step, "end_step": end_step, "summary": summary})
-
-    def unfold(self, fold_id: str) -> str:
-        """Restore the original steps of a fold into the context.
-
-        Args:
-            fold_id: the fold to restore, e.g. "F1"
-        """
-        return self._step("unfold", {"fold_id": fold_id})
-
-    def answer(self, answer: str) -> str:
-        """Finish: give the final SHORT answer (a few words: a name, date, number, yes/no).
-
-        Args:
-            answer: the answer only: a name, date, number, yes/no or a short phrase
-        """
-        return self._step("answer", {"answer": answer})
+    # --- tools: public methods generated from the agent's registry (``install_registry_tools``) ----
+    def _tool_specs(self) -> list[ToolSpec]:
+        """The tool specs of this episode exactly as the agent offers them at inference."""
+        run = self._run or RunState(run_id="rl-schema", question="schema")
+        return self._graph.tool_specs(run)
 
     # --- internals ------------------------------------------------------------------------------
     def _step(self, name: str, arguments: dict[str, Any]) -> str:
@@ -195,6 +173,74 @@ class ResearchEnv:
         return episode_reward(self._outcome(), self._config.reward)
 
 
+# --- tool methods from the registry ----------------------------------------------------------------
+
+_JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "object": dict}
+
+
+def _annotation(schema: dict[str, Any]) -> Any:
+    """A Python type for a JSON-schema property (what TRL/transformers need to call and describe it)."""
+    if schema.get("enum"):
+        return Literal[tuple(schema["enum"])]  # type: ignore[misc]
+    kind = schema.get("type")
+    if kind == "array":
+        return list[_annotation(schema.get("items") or {})]  # type: ignore[misc]
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        kind = kinds[0] if kinds else None
+    return _JSON_TYPES.get(kind or "", str)
+
+
+def _tool_method(spec: ToolSpec) -> Any:
+    """A method ``name(self, **arguments)`` that runs the registry's tool through the agent's tools node,
+    with the spec's signature and a Google-style docstring built from the spec's descriptions."""
+    props: dict[str, Any] = dict(spec.parameters.get("properties") or {})
+    required = set(spec.parameters.get("required") or [])
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    annotations: dict[str, Any] = {"return": str}
+    for pname in sorted(props, key=lambda n: n not in required):  # required first (Python needs it)
+        ann = _annotation(props[pname])
+        if pname not in required:
+            ann = ann | None
+        annotations[pname] = ann
+        default = inspect.Parameter.empty if pname in required else props[pname].get("default")
+        params.append(inspect.Parameter(pname, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann))
+    name = spec.name
+
+    def tool(self: ResearchEnv, **arguments: Any) -> str:
+        return self._step(name, arguments)
+
+    args_doc = "".join(f"\n    {p}: {(props[p].get('description') or p)}" for p in props)
+    tool.__name__ = tool.__qualname__ = name
+    tool.__doc__ = spec.description + (f"\n\nArgs:{args_doc}" if props else "")
+    tool.__signature__ = inspect.Signature(params, return_annotation=str)  # type: ignore[attr-defined]
+    tool.__annotations__ = annotations
+    return tool
+
+
+def install_registry_tools(cls: type[ResearchEnv], specs: list[ToolSpec]) -> list[str]:
+    """Give ``cls`` one public method per registry tool (and no other public method); returns the names."""
+    for old in getattr(cls, "_registry_tools", []):
+        if old in cls.__dict__:
+            delattr(cls, old)
+    for spec in specs:
+        if spec.name.startswith("_") or spec.name in ("reset", "get_reward") or not spec.name.isidentifier():
+            raise EnvError(f"registry tool name {spec.name!r} cannot be an environment method")
+        setattr(cls, spec.name, _tool_method(spec))
+    cls._registry_tools = [s.name for s in specs]
+    return cls._registry_tools
+
+
+def _registry_specs(config: EnvConfig | None = None) -> list[ToolSpec]:
+    """The registry's specs for an environment run (no backend or model is touched to list them)."""
+    probe = ResearchEnv.__new__(ResearchEnv)
+    probe._config = config or EnvConfig()
+    probe._options = _run_options(probe._config)
+    probe._graph = AgentGraph(AgentDeps(model=None, backend=None), probe._options)  # type: ignore[arg-type]
+    probe._run = None
+    return probe._tool_specs()
+
+
 def research_reward(
     environments: list[ResearchEnv] | None = None, log_metric: Any = None, **_: Any
 ) -> list[float]:
@@ -216,3 +262,6 @@ def research_reward(
         log_metric("episode/context_cost", sum(r.context_cost for r in rewards) / n)
         log_metric("episode/format", sum(r.format for r in rewards) / n)
     return [r.total for r in rewards]
+
+
+install_registry_tools(ResearchEnv, _registry_specs())

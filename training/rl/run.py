@@ -41,9 +41,9 @@ from torch.utils.data import Sampler
 from transformers import TrainerCallback
 
 from agent import prompts
+from eventfold.llm.transformers_backend import HFChatModel
 from training.common.loading import load_model_and_tokenizer
 from training.config import RLRunConfig
-from training.hf_chat import HFChatModel
 from training.rl.env import ResearchEnv, research_reward
 from training.rl.schedule import Scheduler, cluster_questions
 from training.sft.data import TrainingQuestion
@@ -240,7 +240,24 @@ def build_rl_trainer(
         **kwargs,
     )
     trainer.eventfold_scheduler = scheduler
+    render_registry_schemas(trainer, ResearchEnv(backend, counter, cfg.env)._tool_specs())
     return trainer
+
+
+def render_registry_schemas(trainer: Any, specs: list[Any]) -> None:
+    """Make TRL show the policy the registry's own JSON tool specs, in the registry's order (what the
+    agent sends at inference and SFT rows carry), instead of schemas re-derived from the environment's
+    methods (alphabetical, and formatted by transformers' docstring parser). Tool *execution* still goes
+    through the environment methods of the same names."""
+    env_tools = getattr(trainer, "_env_tools", None)
+    if not isinstance(env_tools, dict):
+        raise RuntimeError("this TRL version keeps no per-environment tool list (_env_tools); update render_registry_schemas")
+    wanted = [s.to_openai() for s in specs]
+    for name, tools in env_tools.items():
+        have = sorted(getattr(t, "__name__", "") for t in tools)
+        if have != sorted(s.name for s in specs):
+            raise RuntimeError(f"environment {name!r} exposes tools {have}, the registry {[s.name for s in specs]}")
+        env_tools[name] = wanted
 
 
 def _first_status(backend: Any, counter: Any, cfg: RLRunConfig) -> Callable[[TrainingQuestion], str]:

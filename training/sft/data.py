@@ -2,7 +2,7 @@
 
 1. ``generate_trajectories``: the real agent (``agent.runner.run_agent``) answers training questions
    with a teacher model (any `ChatModel`: an OpenAI-compatible endpoint, the local llama.cpp model,
-   or a Hugging Face model through ``training.hf_chat``) under a tight context budget; a
+   or a Hugging Face model through ``eventfold.llm.transformers_backend``) under a tight context budget; a
    ``RecordingChatModel`` keeps the exact prompt of every agent turn.
 2. ``judge``: rejection sampling. A trajectory is kept only when it ended with ``answer()``, the
    answer is correct (EM, or F1 >= threshold, against the gold aliases), it has no invalid turn, no
@@ -36,8 +36,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.state import RunState
+from eventfold.llm.transformers_backend import hf_message, hf_messages, hf_tools
 from eventfold.llm.types import ChatModel, Message
-from training.hf_chat import hf_message, hf_messages, hf_tools
 from training.rl.rewards import correctness
 from training.sft.record import RecordingChatModel, TeacherCall
 
@@ -199,6 +199,9 @@ class Manifest(BaseModel):
     unfolds: int
     folds_per_accepted: float
     accept_config: AcceptConfig
+    per_teacher: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="per teacher: trajectories, accepted, yield, rejection reasons"
+    )
 
 
 def _reason_kind(reason: str) -> str:
@@ -236,9 +239,24 @@ def write_dataset(
         unfolds=sum(t.run.counters.unfolds for t in kept),
         folds_per_accepted=folds / len(kept) if kept else 0.0,
         accept_config=cfg,
+        per_teacher=_per_teacher(trajs, verdicts),
     )
     (out_dir / "manifest.json").write_text(manifest.model_dump_json(indent=1), encoding="utf-8")
     return manifest
+
+
+def _per_teacher(trajs: list[TeacherTrajectory], verdicts: list[Verdict]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for t, v in zip(trajs, verdicts, strict=True):
+        d = out.setdefault(t.teacher, {"trajectories": 0, "accepted": 0, "rejection_reasons": Counter()})
+        d["trajectories"] += 1
+        d["accepted"] += int(v.accepted)
+        if not v.accepted:
+            d["rejection_reasons"][_reason_kind(v.reason)] += 1
+    for d in out.values():
+        d["yield"] = d["accepted"] / d["trajectories"]
+        d["rejection_reasons"] = dict(d["rejection_reasons"])
+    return out
 
 
 def read_trajectories(path: Path) -> list[TeacherTrajectory]:

@@ -1,9 +1,13 @@
 """SFT on the chat-with-tools dataset with TRL's `SFTTrainer`.
 
-- rows: ``prompt`` / ``completion`` / ``tools`` (``training.sft.data``); ``assistant_only_loss`` and
-  completion-only loss, so neither the prompt (system, question, folded blocks, tool results of
-  earlier turns) nor tool results are trained; TRL swaps in its ``{% generation %}`` training
-  template for known families (Qwen3's for the tiny model);
+- rows: ``prompt`` / ``completion`` / ``tools`` (``training.sft.data``), tokenized here with the
+  student's own chat template (the one it is served with: Qwen2.5's for the packaged 0.5B) and the
+  rows' tool specs (the agent registry's): ``input_ids`` = prompt rendered with the generation prompt +
+  the assistant turn, ``completion_mask`` = 1 on the assistant turn only, so neither the prompt (system,
+  question, folded blocks, tool results of earlier turns) nor tool results are trained
+  (assistant-only loss through TRL's completion-only loss). Tool-call arguments stored as JSON
+  strings are parsed back to objects first (Qwen2.5's template would otherwise quote them twice);
+  rows longer than ``max_length`` are dropped and counted, never truncated into a broken turn;
 - optional LoRA (peft), merged into the final model by default so RL loads a plain model;
 - checkpoints every ``save_steps`` in ``output_dir``; ``resume=true`` continues from the newest one;
 - the final model + tokenizer (original inference template) go to ``output_dir/final``.
@@ -13,13 +17,14 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
 import torch
 from pydantic import BaseModel
 
-from training.common.loading import load_model_and_tokenizer
+from training.common.loading import load_model_and_tokenizer, resolve_model_dir
 from training.config import LoraSection, ModelSection, SFTRunConfig
 
 log = logging.getLogger(__name__)
@@ -32,15 +37,19 @@ class SFTResult(BaseModel):
     train_loss: float | None
     resumed_from: str | None
     rows: int
+    dropped_too_long: int = 0
+    seconds_per_step: float | None = None
+    tokens_per_second: float | None = None  # prompt + completion tokens through forward/backward
 
 
 def ensure_model(section: ModelSection) -> Path:
-    """The model directory, building the tiny offline model there first when asked."""
-    if section.build_tiny and not (section.path / "config.json").is_file():
+    """The loadable HF directory of the student: the tiny offline model built first when asked, a GGUF
+    (file or packaged name) dequantized once into the cache, or the directory itself."""
+    if section.build_tiny and section.path is not None and not (section.path / "config.json").is_file():
         from training.common.tiny import build_tiny_model
 
         build_tiny_model(section.path)
-    return section.path
+    return resolve_model_dir(section.path, packaged=section.packaged)
 
 
 def peft_config(lora: LoraSection) -> Any | None:
@@ -68,6 +77,51 @@ def load_rows(data_dir: Path) -> list[dict[str, Any]]:
     return [{"prompt": r["prompt"], "completion": r["completion"], "tools": r["tools"]} for r in rows]
 
 
+def _object_arguments(message: dict[str, Any]) -> dict[str, Any]:
+    calls = message.get("tool_calls")
+    if not calls:
+        return message
+    fixed = []
+    for c in calls:
+        fn = dict(c.get("function", c))
+        if isinstance(fn.get("arguments"), str):
+            fn["arguments"] = json.loads(fn["arguments"] or "{}")
+        fixed.append({"type": "function", "function": fn})
+    return {**message, "tool_calls": fixed}
+
+
+class TokenizedRows(BaseModel):
+    rows: list[dict[str, list[int]]]
+    dropped_too_long: int
+    trained_tokens: int
+    total_tokens: int
+
+
+def tokenize_rows(rows: list[dict[str, Any]], tokenizer: Any, max_length: int) -> TokenizedRows:
+    """``input_ids`` + ``completion_mask`` per row, rendered with the tokenizer's chat template."""
+    out, dropped, trained, total = [], 0, 0, 0
+    for i, r in enumerate(rows):
+        tools = json.loads(r["tools"]) if isinstance(r["tools"], str) else r["tools"]
+        prompt = [_object_arguments(m) for m in r["prompt"]]
+        completion = [_object_arguments(m) for m in r["completion"]]
+        kw: dict[str, Any] = {"tools": tools or None, "tokenize": False}
+        prompt_text = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, **kw)
+        full_text = tokenizer.apply_chat_template(prompt + completion, **kw)
+        if not full_text.startswith(prompt_text):
+            raise ValueError(f"row {i + 1}: the chat template does not render the prompt as a prefix of the conversation")
+        p_ids = tokenizer(prompt_text, add_special_tokens=False)["input_ids"]
+        c_ids = tokenizer(full_text[len(prompt_text) :], add_special_tokens=False)["input_ids"]
+        if len(p_ids) + len(c_ids) > max_length:
+            dropped += 1
+            continue
+        out.append({"input_ids": p_ids + c_ids, "completion_mask": [0] * len(p_ids) + [1] * len(c_ids)})
+        trained += len(c_ids)
+        total += len(p_ids) + len(c_ids)
+    if not out:
+        raise ValueError(f"all {len(rows)} SFT rows are longer than max_length={max_length} tokens")
+    return TokenizedRows(rows=out, dropped_too_long=dropped, trained_tokens=trained, total_tokens=total)
+
+
 def last_checkpoint(output_dir: Path) -> str | None:
     from transformers.trainer_utils import get_last_checkpoint
 
@@ -79,11 +133,14 @@ def build_trainer(cfg: SFTRunConfig, rows: list[dict[str, Any]]) -> Any:
     from trl import SFTConfig, SFTTrainer
 
     model, tokenizer = load_model_and_tokenizer(ensure_model(cfg.model), dtype=cfg.model.dtype, padding_side="right")
+    data = tokenize_rows(rows, tokenizer, cfg.max_length)
+    if data.dropped_too_long:
+        log.warning("SFT: %d of %d rows are longer than max_length=%d and are left out",
+                    data.dropped_too_long, len(rows), cfg.max_length)
     o = cfg.optim
     args = SFTConfig(
         output_dir=str(cfg.output_dir),
-        assistant_only_loss=True,
-        completion_only_loss=True,
+        completion_only_loss=True,  # with `completion_mask`: only the assistant turn is trained
         max_length=cfg.max_length,
         learning_rate=o.learning_rate,
         max_steps=o.max_steps,
@@ -103,13 +160,15 @@ def build_trainer(cfg: SFTRunConfig, rows: list[dict[str, Any]]) -> Any:
         dataloader_num_workers=0,
         **({"gradient_checkpointing": True} if o.gradient_checkpointing else {}),
     )
-    return SFTTrainer(
+    trainer = SFTTrainer(
         model=model,
         args=args,
-        train_dataset=Dataset.from_list(rows),
+        train_dataset=Dataset.from_list(data.rows),
         processing_class=tokenizer,
         peft_config=peft_config(cfg.lora),
     )
+    trainer.eventfold_data = data
+    return trainer
 
 
 def save_final(trainer: Any, cfg: SFTRunConfig) -> Path:
@@ -128,9 +187,18 @@ def run_sft(cfg: SFTRunConfig) -> SFTResult:
     resume = last_checkpoint(cfg.output_dir) if cfg.resume else None
     if resume:
         log.info("resuming SFT from %s", resume)
+    start_step = int(resume.rsplit("-", 1)[1]) if resume else 0
+    started = time.perf_counter()
     out = trainer.train(resume_from_checkpoint=resume)
+    seconds = time.perf_counter() - started
     final = save_final(trainer, cfg)
+    data = trainer.eventfold_data
+    steps = max(1, trainer.state.global_step - start_step)
+    o = cfg.optim
+    row_tokens = data.total_tokens / max(1, len(data.rows))
     return SFTResult(
         output_dir=cfg.output_dir, final_dir=final, global_step=trainer.state.global_step,
-        train_loss=getattr(out, "training_loss", None), resumed_from=resume, rows=len(rows),
+        train_loss=getattr(out, "training_loss", None), resumed_from=resume, rows=len(data.rows),
+        dropped_too_long=data.dropped_too_long, seconds_per_step=seconds / steps,
+        tokens_per_second=steps * o.per_device_train_batch_size * o.gradient_accumulation_steps * row_tokens / seconds,
     )

@@ -1,4 +1,10 @@
-"""A Hugging Face causal LM (or just its tokenizer) behind the project's `ChatModel` protocol.
+"""The transformers backend: a Hugging Face causal LM (or just its tokenizer) behind `ChatModel`.
+
+It serves a trained student in `eventfold ask` (``llm.backend = "transformers"``, ``llm.hf_model_dir`` =
+the ``final`` folder of `eventfold train sft|rl`) in exactly the format it was trained in: the
+tokenizer's own chat template with the agent's tool specs and native ``<tool_call>`` replies (the
+llama.cpp backend would instead show the tools as grammar-constrained JSON actions, a format the
+student never saw in training). Needs the ``train`` extra (torch, transformers, trl).
 
 Training renders, counts and generates with the policy's own tokenizer and chat template, so the
 agent and the RL environment measure context in the tokens the trained model will really see:
@@ -8,6 +14,9 @@ agent and the RL environment measure context in the tokens the trained model wil
   response parser (``tokenizer.parse_response``, set by TRL's ``add_response_schema`` for its
   bundled templates). Without a model, ``chat`` raises ``LLMError``: a tokenizer-only instance is
   for counting (the RL environment, where TRL generates).
+- prefix reuse: the key/value cache of the previous prompt is kept, cut to the longest common token
+  prefix with the next one and only the rest is evaluated (an agent's turns share the system prompt,
+  the tools and the trajectory so far), as llama.cpp does; outputs are the same as without it.
 
 Also here: the conversion of project messages (`eventfold.llm.types.Message`) to the Hugging Face /
 TRL chat format.
@@ -56,14 +65,42 @@ def hf_tools(tools: list[ToolSpec] | None) -> list[dict[str, Any]] | None:
 class HFChatModel:
     """`ChatModel` over a transformers tokenizer (+ optional model) with a tool-capable chat template."""
 
-    def __init__(self, tokenizer: Any, model: Any | None = None, *, name: str = "hf", max_new_tokens: int = 256):
+    def __init__(
+        self, tokenizer: Any, model: Any | None = None, *, name: str = "hf", max_new_tokens: int = 256,
+        reuse_prefix: bool = True, seed: int | None = 0,
+    ):  # fmt: skip
         if getattr(tokenizer, "chat_template", None) is None:
             raise ValueError("the tokenizer has no chat template; it cannot render agent prompts")
         self.tokenizer = tokenizer
         self.model = model
         self.name = name
         self.max_new_tokens = max_new_tokens
+        self.reuse_prefix = reuse_prefix
+        self.seed = seed
         self._lock = threading.Lock()  # generate is not re-entrant on one model
+        self._cache: Any = None  # key/value cache of the last call, and the token ids it covers
+        self._cache_ids: list[int] = []
+        self.reused_tokens = 0  # prompt tokens taken from the cache instead of evaluated (all calls)
+
+    @classmethod
+    def from_settings(cls, llm: Any) -> HFChatModel:
+        """The model in ``llm.hf_model_dir`` (a saved HF directory, e.g. a training run's ``final``)."""
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        path = llm.hf_model_dir
+        if path is None or not (path / "config.json").is_file():
+            raise LLMError(f"llm.hf_model_dir {path} is not a saved model directory (config.json missing)")
+        if llm.n_threads:
+            torch.set_num_threads(llm.n_threads)
+        tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        try:
+            from trl.chat_template_utils import add_response_schema
+
+            tok = add_response_schema(tok)  # the tool-call parser for the known templates (Qwen2.5 ...)
+        except ImportError as exc:
+            raise LLMError("the transformers backend needs the train extra: pip install 'eventfold[train]'") from exc
+        model = AutoModelForCausalLM.from_pretrained(str(path), dtype="auto", local_files_only=True).eval()
+        return cls(tok, model, name=f"hf:{path.parent.name}/{path.name}", max_new_tokens=llm.max_tokens, seed=llm.seed)
 
     # --- counting -------------------------------------------------------------------------------
     def count_tokens(self, text: str) -> int:
@@ -94,27 +131,55 @@ class HFChatModel:
         if json_schema is not None:
             raise LLMError(f"{self.name}: JSON-schema constrained generation is not supported")
         prompt = self.render(messages, tools if tool_choice != "none" else None)
-        enc = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
-        greedy = not temperature
+        ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
         with self._lock, torch.no_grad():
-            out = self.model.generate(
-                **enc.to(self.model.device),
-                max_new_tokens=max_tokens or self.max_new_tokens,
-                do_sample=not greedy,
-                temperature=None if greedy else temperature,
-                top_p=None,
-                top_k=None,
-                pad_token_id=self.tokenizer.pad_token_id,
-            )
-        new_ids = out[0, enc["input_ids"].shape[1] :].tolist()
+            new_ids = self._generate(ids, max_tokens or self.max_new_tokens, temperature)
         text = self.tokenizer.decode(new_ids, skip_special_tokens=False)
         message = self._parse(text, prompt)
-        usage = Usage(prompt_tokens=int(enc["input_ids"].shape[1]), completion_tokens=len(new_ids))
+        usage = Usage(prompt_tokens=len(ids), completion_tokens=len(new_ids))
         eos = self.tokenizer.eos_token_id
         return ChatResponse(
             message=message, usage=usage, model=self.name,
             finish_reason="stop" if new_ids and new_ids[-1] == eos else "length",
         )
+
+    def _generate(self, ids: list[int], max_new: int, temperature: float | None) -> list[int]:
+        """New token ids after ``ids``; with prefix reuse, only the tokens after the longest common
+        prefix with the previous call's are evaluated (its cache is cut there)."""
+        greedy = not temperature
+        kw: dict[str, Any] = {}
+        if self.reuse_prefix:
+            from transformers import DynamicCache
+
+            keep = 0
+            if self._cache is not None:
+                limit = min(len(ids) - 1, self._cache.get_seq_length(), len(self._cache_ids))
+                while keep < limit and self._cache_ids[keep] == ids[keep]:
+                    keep += 1
+            if keep > 0:
+                self._cache.crop(keep - self._cache.get_seq_length())  # negative: tokens to drop
+                self.reused_tokens += keep
+            else:
+                self._cache = DynamicCache(config=self.model.config)
+            kw["cache"] = self._cache
+        if not greedy and self.seed is not None:
+            torch.manual_seed(self.seed)
+        device = self.model.device
+        input_ids = torch.tensor([ids], device=device)
+        out = self.model.generate(
+            input_ids=input_ids,
+            attention_mask=torch.ones_like(input_ids),
+            max_new_tokens=max_new,
+            do_sample=not greedy,
+            temperature=None if greedy else temperature,
+            top_p=None,
+            top_k=None,
+            pad_token_id=self.tokenizer.pad_token_id,
+            **kw,
+        )
+        full = out[0].tolist()
+        self._cache_ids = full if "cache" in kw else []
+        return full[len(ids) :]
 
     def _parse(self, text: str, prompt: str) -> Message:
         calls: list[ToolCall] = []

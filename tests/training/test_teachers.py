@@ -1,0 +1,44 @@
+"""Teacher mixing: the LLM teacher's rejected questions are filled in by the oracle (real agent, tools)."""
+
+from __future__ import annotations
+
+import pytest
+from test_sft_data import ScriptedTeacher
+
+from agent.options import RunOptions
+from eventfold.llm.transformers_backend import HFChatModel
+from training.common.loading import load_tokenizer
+from training.sft.data import TrainingQuestion, agent_run_fn, judge, write_dataset
+from training.sft.teachers import OracleTeacher, mixed_trajectories, oracle_plans
+
+Q = [
+    TrainingQuestion(id="q1", question="Who led the repairs on the road that was closed?", golds=["Mara Quill"]),
+    TrainingQuestion(id="q2", question="When was the storm?", golds=["10 January 2020"]),
+]
+
+
+@pytest.fixture
+def counter(tiny_model_dir) -> HFChatModel:
+    return HFChatModel(load_tokenizer(tiny_model_dir))
+
+
+def test_oracle_fills_in_for_rejected_llm_trajectories(tmp_path, counter, lexical_backend) -> None:
+    wrong = ScriptedTeacher(counter, [("search", {"query": "repairs"}), ("answer", {"answer": "Samuel Okafor"})])
+    from types import SimpleNamespace
+
+    ds = SimpleNamespace(examples=[SimpleNamespace(qid="q1", gold_titles=["Riverside Road closure", "repairs led"])])
+    plans = oracle_plans(Q, ds)
+    assert plans[Q[1].question] == ([Q[1].question], "10 January 2020")  # no titles: the question is the search
+    oracle = OracleTeacher(counter, plans, budget=400, fold_at=0.6)
+    run_fn = agent_run_fn(lexical_backend, RunOptions(max_steps=6, context_budget=8000, fold_summary="deterministic"))
+    trajs = mixed_trajectories(Q, run_fn, llm=wrong, llm_n=1, oracle=oracle, fill="rejected")
+    assert [(t.teacher, t.question_id) for t in trajs] == [
+        ("scripted-teacher", "q1"), ("oracle-teacher", "q1"), ("oracle-teacher", "q2")]
+    assert not judge(trajs[0]).accepted
+    kept = [t for t in trajs[1:] if judge(t).accepted]
+    assert kept and all(t.run.answer in t.golds for t in kept)
+    assert any(t.run.counters.folds for t in trajs[1:])  # the budget is tight: the oracle folds on its own
+    m = write_dataset(trajs, tmp_path)
+    assert m.per_teacher["scripted-teacher"] == {"trajectories": 1, "accepted": 0, "yield": 0.0,
+                                                 "rejection_reasons": {"wrong answer": 1}}
+    assert m.per_teacher["oracle-teacher"]["trajectories"] == 2

@@ -1,0 +1,97 @@
+"""Teachers for SFT data: an LLM through the real agent (rejection-sampled by ``training.sft.data.judge``)
+mixed with a privileged oracle where the LLM yields too few kept trajectories.
+
+``OracleTeacher`` is scripted with privileged information (the gold supporting titles and the gold
+answer): it searches each supporting title, folds all completed steps once the rendered context
+passes ``fold_at`` of the budget, then answers. Its trajectories still go through the real agent,
+tools and corpus (so the prompts, tool results, fold blocks and status lines are the real ones), and
+its token counts use the student's tokenizer so the budget is in student tokens. It teaches the
+format and *when* to fold, not how to research: that part comes from the LLM's kept trajectories.
+
+``mixed_trajectories`` runs the LLM teacher on the first questions and the oracle on every question
+the LLM did not produce a kept trajectory for (``fill="rejected"``) or on all (``fill="all"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from eventfold.llm.types import ChatResponse, Message, ToolCall
+from training.sft.data import (
+    AcceptConfig,
+    RunFn,
+    TeacherTrajectory,
+    TrainingQuestion,
+    generate_trajectories,
+    judge,
+)
+
+
+def _key(text: str) -> str:
+    return " ".join(text.split())
+
+
+class OracleTeacher:
+    """Scripted teacher with the gold titles and answer (see module docstring)."""
+
+    def __init__(self, counter: Any, plans: dict[str, tuple[list[str], str]], budget: int, fold_at: float = 0.6):
+        self.name = "oracle-teacher"
+        self.counter, self.budget, self.fold_at = counter, budget, fold_at
+        self.plans = {_key(q): p for q, p in plans.items()}
+        self._done: dict[str, list[str]] = {}
+
+    def chat(self, messages: list[Message], *, tools: Any = None, **kw: Any) -> ChatResponse:
+        question = next(m.content for m in messages if m.role == "user")
+        titles, gold = self.plans[_key(question)]
+        if not tools:
+            return ChatResponse(message=Message(role="assistant", content=gold), model=self.name)
+        done = self._done.setdefault(_key(question), [])
+        blocks = [m for m in messages if m.role == "user" and m.content.startswith("## [F")]
+        steps = sum(1 for m in messages if m.role == "assistant") + len(blocks)
+        tokens = self.counter.count_message_tokens(messages, tools)
+        todo = [t for t in titles if t not in done]
+        if steps >= 2 and not blocks and tokens > self.fold_at * self.budget:
+            call = ToolCall(id=f"o{steps}", name="fold", arguments={"start_step": 1, "end_step": steps})
+        elif todo:
+            done.append(todo[0])
+            call = ToolCall(id=f"o{steps}", name="search", arguments={"query": todo[0]})
+        else:
+            call = ToolCall(id=f"o{steps}", name="answer", arguments={"answer": gold})
+        return ChatResponse(message=Message(role="assistant", content="", tool_calls=[call]), model=self.name)
+
+    def count_tokens(self, text: str) -> int:
+        return int(self.counter.count_tokens(text))
+
+    def count_message_tokens(self, messages: list[Message], tools: Any = None) -> int:
+        return int(self.counter.count_message_tokens(messages, tools))
+
+
+def oracle_plans(questions: Sequence[TrainingQuestion], dataset: Any = None) -> dict[str, tuple[list[str], str]]:
+    """Gold titles (from a dataset folder; else the question itself as the one search) and answer."""
+    titles = {e.qid: list(e.gold_titles) for e in dataset.examples} if dataset is not None else {}
+    return {q.question: (titles.get(q.id) or [q.question], q.golds[0]) for q in questions}
+
+
+def mixed_trajectories(
+    questions: Sequence[TrainingQuestion],
+    run_fn: RunFn,
+    *,
+    llm: Any | None,
+    llm_n: int | None,
+    oracle: OracleTeacher | None,
+    fill: Literal["rejected", "all", "none"] = "rejected",
+    accept: AcceptConfig | None = None,
+    on_done: Callable[[TeacherTrajectory], None] | None = None,
+    workers: int = 1,
+) -> list[TeacherTrajectory]:
+    """LLM trajectories on the first ``llm_n`` questions (all when None), then the oracle per ``fill``."""
+    trajs: list[TeacherTrajectory] = []
+    if llm is not None:
+        first = list(questions if llm_n is None else questions[:llm_n])
+        trajs += generate_trajectories(first, run_fn, llm, workers=workers, on_done=on_done)
+    if oracle is None or fill == "none":
+        return trajs
+    kept = {t.question_id for t in trajs if judge(t, accept).accepted}
+    todo = [q for q in questions if fill == "all" or q.id not in kept]
+    return trajs + generate_trajectories(todo, run_fn, oracle, on_done=on_done)
