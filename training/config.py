@@ -86,6 +86,7 @@ class OptimSection(_Strict):
     save_steps: int = Field(50, ge=1)
     save_total_limit: int = Field(2, ge=1)
     seed: int = 0
+    max_train_minutes: float | None = Field(None, gt=0, description="stop after the step that passes this wall time")
 
 
 class QuestionsSection(_Strict):
@@ -158,6 +159,7 @@ class GRPOSection(_Strict):
     bf16: bool = False
     gradient_checkpointing: bool = False
     seed: int = 0
+    max_train_minutes: float | None = Field(None, gt=0, description="stop after the step that passes this wall time")
 
 
 class AdvantageSection(_Strict):

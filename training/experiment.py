@@ -38,6 +38,7 @@ STAGES = ("data", "base", "sft", "eval-sft", "rl", "eval-rl", "report")
 
 
 def chat_model(path: Path, max_new_tokens: int) -> Any:
+    import torch
     from trl.chat_template_utils import add_response_schema
 
     from eventfold.llm.transformers_backend import HFChatModel
@@ -45,6 +46,8 @@ def chat_model(path: Path, max_new_tokens: int) -> Any:
 
     model, tok = load_model_and_tokenizer(path)
     model.eval()
+    if torch.cuda.is_available():
+        model.to("cuda")
     return HFChatModel(add_response_schema(tok), model, name=path.parent.name + "/" + path.name,
                        max_new_tokens=max_new_tokens)
 
@@ -63,7 +66,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--sft-lr", type=float, default=2e-4)
     p.add_argument("--rl-steps", type=int, default=4)
     p.add_argument("--rl-lr", type=float, default=5e-5)
-    p.add_argument("--budget", type=int, default=1400, help="student-token context budget")
+    p.add_argument("--sft-minutes", type=float, default=None, help="wall-clock cap of SFT (the model is still saved)")
+    p.add_argument("--rl-minutes", type=float, default=None, help="wall-clock cap of RL (the model is still saved)")
+    p.add_argument("--budget", type=int, default=1800, help="student-token context budget")
     p.add_argument("--max-steps", type=int, default=5, help="agent steps per episode")
     p.add_argument("--step-tokens", type=int, default=96, help="max new tokens per agent turn")
     p.add_argument("--seed", type=int, default=0)
@@ -134,7 +139,8 @@ class Experiment:
             "grpo": {"num_generations": pr["num_generations"], "per_device_train_batch_size": pr["rl_batch"],
                      "max_steps": a.rl_steps, "learning_rate": a.rl_lr, "temperature": 1.0,
                      "max_completion_length": pr["max_completion"], "max_tool_calling_iterations": a.max_steps - 1,
-                     "save_steps": 1 if a.profile == "cpu" else 10, "seed": a.seed, "bf16": pr["bf16"]},
+                     "save_steps": 1 if a.profile == "cpu" else 10, "seed": a.seed, "bf16": pr["bf16"],
+                     "max_train_minutes": a.rl_minutes},
             "lora": {"enabled": True, "r": 16, "alpha": 32},
             "advantage": {"method": "siras"},
             "launch": {"rollout": pr["rollout"]},
@@ -215,7 +221,7 @@ class Experiment:
             "optim": {"learning_rate": a.sft_lr, "num_train_epochs": a.sft_epochs,
                       "per_device_train_batch_size": pr["sft_batch"], "gradient_accumulation_steps": pr["sft_accum"],
                       "save_steps": 5 if a.profile == "cpu" else 50, "warmup_steps": 2, "seed": a.seed,
-                      "bf16": pr["bf16"]},
+                      "bf16": pr["bf16"], "max_train_minutes": a.sft_minutes},
         })  # fmt: skip
 
     def dry_run(self) -> bool:

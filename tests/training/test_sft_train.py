@@ -137,3 +137,11 @@ def test_config_file_errors(tmp_path) -> None:
     ok.write_text('output_dir = "o"\ndata_dir = "d"\n[model]\npath = "m"\n')
     c = load_config(ok, SFTRunConfig)
     assert c.output_dir == tmp_path / "o" and c.model.path == tmp_path / "m"
+
+
+def test_time_budget_stops_after_the_step_that_spends_it_and_saves(cfg) -> None:
+    timed = cfg.model_copy(update={"resume": False, "optim": cfg.optim.model_copy(
+        update={"max_steps": 3, "max_train_minutes": 1e-6, "per_device_train_batch_size": 1})})
+    res = run_sft(timed)
+    assert res.global_step == 1 and (res.final_dir / "config.json").is_file()
+    assert res.seconds_per_step and res.tokens_per_second and res.dropped_too_long == 0

@@ -62,7 +62,7 @@ def test_sft_step_with_lora(tmp_path, student_dir) -> None:
     trainer = build_trainer(cfg, [row])
     tok = trainer.processing_class
     ex = trainer.train_dataset[0]
-    trained = tok.decode([t for t, m in zip(ex["input_ids"], ex["completion_mask"], strict=True) if m])
+    trained = tok.decode([t for t, lab in zip(ex["input_ids"], ex["labels"], strict=True) if lab != -100])
     assert trained.startswith("<tool_call>") and '"Paris"' in trained and "capital" not in trained
     before = _lora_params(trainer.model)
     out = trainer.train()

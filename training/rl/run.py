@@ -43,6 +43,7 @@ from transformers import TrainerCallback
 from agent import prompts
 from eventfold.llm.transformers_backend import HFChatModel
 from training.common.loading import load_model_and_tokenizer
+from training.common.time_budget import TimeBudget
 from training.config import RLRunConfig
 from training.rl.env import ResearchEnv, research_reward
 from training.rl.schedule import Scheduler, cluster_questions
@@ -236,7 +237,10 @@ def build_rl_trainer(
         processing_class=tokenizer,
         environment_factory=lambda: ResearchEnv(backend, counter, cfg.env),
         peft_config=peft_config(cfg.lora),
-        callbacks=[_ScheduleStep(scheduler)] if scheduler is not None else None,
+        callbacks=[
+            *([_ScheduleStep(scheduler)] if scheduler is not None else []),
+            *([TimeBudget(cfg.grpo.max_train_minutes)] if cfg.grpo.max_train_minutes else []),
+        ] or None,
         **kwargs,
     )
     trainer.eventfold_scheduler = scheduler

@@ -25,6 +25,7 @@ import torch
 from pydantic import BaseModel
 
 from training.common.loading import load_model_and_tokenizer, resolve_model_dir
+from training.common.time_budget import TimeBudget
 from training.config import LoraSection, ModelSection, SFTRunConfig
 
 log = logging.getLogger(__name__)
@@ -166,6 +167,7 @@ def build_trainer(cfg: SFTRunConfig, rows: list[dict[str, Any]]) -> Any:
         train_dataset=Dataset.from_list(data.rows),
         processing_class=tokenizer,
         peft_config=peft_config(cfg.lora),
+        callbacks=[TimeBudget(o.max_train_minutes)] if o.max_train_minutes else None,
     )
     trainer.eventfold_data = data
     return trainer
