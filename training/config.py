@@ -68,6 +68,9 @@ class LoraSection(_Strict):
     alpha: int = Field(16, ge=1)
     dropout: float = Field(0.05, ge=0.0, lt=1.0)
     target_modules: list[str] = Field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    layers: list[int] | None = Field(
+        None, description="only these decoder layers get adapters (the backward pass stops above them: cheaper)"
+    )
     merge: bool = Field(True, description="merge the adapter into the saved final model")
 
 

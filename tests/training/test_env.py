@@ -21,7 +21,7 @@ def env(lexical_backend, tiny_model_dir) -> ResearchEnv:
 
 def test_scripted_episode_with_fold_scores_and_shrinks_context(env, tiny_questions) -> None:
     q = tiny_questions[1]  # who led the repairs ... -> Mara Quill
-    assert env.reset(**q) is None
+    assert env.reset(**q).strip().startswith("[status] step 1 of 6 · context")  # appended to the prompt by TRL
     out = env.search(query="Riverside Road closed pumping station")
     assert "[c:02-closure#0]" in out
     assert "Mara Quill" in env.read(id="03-repairs#0")
@@ -99,4 +99,4 @@ def test_tool_schemas_are_what_trl_extracts(env) -> None:
     }
     assert names == {"search", "read", "fold", "unfold", "answer"}
     fold = get_json_schema(env.fold)["function"]["parameters"]
-    assert fold["required"] == ["start_step", "end_step"]
+    assert fold["required"] == ["target"]

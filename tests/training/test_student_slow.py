@@ -56,7 +56,7 @@ def test_sft_step_with_lora(tmp_path, student_dir) -> None:
     }  # fmt: skip
     cfg = SFTRunConfig.model_validate({
         "model": {"packaged": NAME}, "output_dir": str(tmp_path / "sft"), "data_dir": str(tmp_path),
-        "max_length": 512, "lora": {"enabled": True, "r": 4, "alpha": 8},
+        "max_length": 512, "lora": {"enabled": True, "r": 4, "alpha": 8, "layers": [22, 23]},
         "optim": {"learning_rate": 1e-3, "max_steps": 1, "per_device_train_batch_size": 1, "save_steps": 100},
     })  # fmt: skip
     trainer = build_trainer(cfg, [row])
@@ -79,10 +79,12 @@ def test_grpo_step_with_lora_real_rollouts(tmp_path, student_dir, lexical_backen
         "env": {"context_budget": 1500, "max_steps": 2, "search_top_k": 1, "result_chars": 120,
                 "reward": {"context_budget": 1500}},
         "grpo": {"num_generations": 2, "per_device_train_batch_size": 4, "max_steps": 1, "learning_rate": 1e-3,
-                 "max_completion_length": 96, "max_tool_calling_iterations": 1, "temperature": 1.0},
-        "lora": {"enabled": True, "r": 4, "alpha": 8},
-        # a first batch whose groups are all degenerate still trains (SIRAS residuals need an s_batch)
-        "advantage": {"method": "siras", "options": {"s_batch_fallback": 0.5}},
+                 "max_completion_length": 48, "max_tool_calling_iterations": 1, "temperature": 1.0},
+        # adapters on the last two layers only: the backward pass stops there (CPU time)
+        "lora": {"enabled": True, "r": 4, "alpha": 8, "layers": [22, 23]},
+        # a first batch whose groups are all degenerate still trains (SIRAS residuals need an s_batch);
+        # structural chunks and no surprise gate: no extra log-prob forward pass
+        "advantage": {"method": "siras", "options": {"s_batch_fallback": 0.5, "chunking": "structure", "gate": False}},
     })  # fmt: skip
     qs = [TrainingQuestion(id=q["id"], question=q["question"], golds=[q["answer"]]) for q in tiny_questions[:2]]
     trainer = build_rl_trainer(cfg, qs, lexical_backend)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from test_sft_data import ScriptedTeacher
 
-from agent.options import RunOptions
+from eventfold.run_options import RunOptions
 from eventfold.llm.transformers_backend import HFChatModel
 from training.common.loading import load_tokenizer
 from training.sft.data import TrainingQuestion, agent_run_fn, judge, write_dataset

@@ -64,10 +64,9 @@ def test_env_methods_are_generated_from_the_registry(counter, lexical_backend) -
             assert got["parameters"]["properties"][name]["description"] == prop.get("description", name)
     # a generated tool runs the registry's tool (argument validation included)
     env.reset(question="Who led the repairs?", answer="Mara Quill")
-    assert "bad arguments for fold" in env.fold(start_step="one", end_step=1)
-    assert "bad arguments for fold" in env.fold(start_step=1, end_step=1, granularity="chapter")
+    assert "bad arguments for unfold" in env.unfold()
     env.search(query="repairs Riverside Road")
-    assert env.fold(start_step=1, end_step=3, granularity="subtask").startswith("Folded steps 1-3 into F1")
+    assert env.fold(target="all").startswith("Folded steps 1-")
 
 
 def test_rl_trainer_renders_the_inference_specs(tmp_path, tiny_model_dir, tiny_questions, lexical_backend) -> None:

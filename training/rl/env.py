@@ -31,10 +31,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent import prompts
 from agent.graph import AgentDeps, AgentGraph
 from agent.llm import ChatModel, Message, ToolCall, ToolSpec
 from agent.state import RunState
+from agent.status import status_line
 from eventfold.run_options import RunOptions, run_options_with
 from eventrag.schema import SearchBackend
 from training.rl.rewards import EpisodeOutcome, RewardBreakdown, RewardConfig, episode_reward
@@ -96,10 +96,20 @@ class ResearchEnv:
         if not question:
             raise EnvError(f"dataset row has no 'question' (keys: {sorted(row)})")
         self._episodes += 1
-        self._run = RunState(run_id=f"rl-{id(self):x}-{self._episodes}", question=question)
+        run = RunState(run_id=f"rl-{id(self):x}-{self._episodes}", question=question)
+        # the agent's own opening (plan node: sub-questions per options.plan, the framework's seed search)
+        update = self._graph.plan(run.to_graph())
+        self._run = RunState.from_graph(update) if update else run
         self._golds = golds_of(row)
         self._sample_context()
-        return None  # the prompt holds the question and the first status line (training.rl.run.rl_rows)
+        return self._opening()
+
+    def _opening(self) -> str:
+        """What the framework did before the policy's first turn (the seed search), then the status
+        line: appended by TRL to the prompt's last message."""
+        run = self.run_state
+        parts = [f"\n\n[step {s.n}] {s.kind} search:\n" + "\n".join(m.content for m in s.results) for s in run.steps]
+        return "".join(parts) + "\n\n" + self._status()
 
     # --- tools: public methods generated from the agent's registry (``install_registry_tools``) ----
     def _tool_specs(self) -> list[ToolSpec]:
@@ -131,15 +141,10 @@ class ResearchEnv:
         return f"{run.steps[-1].results[0].content}\n{self._status()}"
 
     def _status(self) -> str:
-        """The agent's status line (step number for fold ranges, rendered context vs budget), as the
-        agent shows it before each turn at inference."""
+        """The agent's status line (step, context vs budget, plan, fold targets, searches), as the
+        agent shows it before each turn at inference (``agent.status.status_line``)."""
         run = self.run_state
-        return prompts.STATUS.format(
-            step=run.next_step,
-            max_steps=self._options.max_steps,
-            tokens=run.counters.final_context_tokens,
-            budget=self._options.context_budget,
-        )
+        return status_line(run, self._options, run.counters.final_context_tokens)
 
     def _sample_context(self) -> None:
         assert self._run is not None

@@ -232,7 +232,7 @@ def build_rl_trainer(
         reward_funcs=[make_reward(scheduler, cfg.grpo.num_generations)],
         args=grpo_args(cfg),
         train_dataset=Dataset.from_list(
-            rl_rows(questions, cfg.env.run.context_budget, _first_status(backend, counter, cfg))
+            rl_rows(questions, cfg.env.run.context_budget)  # the env's reset adds the opening + status
         ),
         processing_class=tokenizer,
         environment_factory=lambda: ResearchEnv(backend, counter, cfg.env),
@@ -262,16 +262,6 @@ def render_registry_schemas(trainer: Any, specs: list[Any]) -> None:
         if have != sorted(s.name for s in specs):
             raise RuntimeError(f"environment {name!r} exposes tools {have}, the registry {[s.name for s in specs]}")
         env_tools[name] = wanted
-
-
-def _first_status(backend: Any, counter: Any, cfg: RLRunConfig) -> Callable[[TrainingQuestion], str]:
-    probe = ResearchEnv(backend, counter, cfg.env)
-
-    def status(q: TrainingQuestion) -> str:
-        probe.reset(question=q.question, answer=q.golds)
-        return probe._status()
-
-    return status
 
 
 def run_rl(cfg: RLRunConfig, questions: list[TrainingQuestion], backend: Any, **model_kw: Any) -> RLResult:

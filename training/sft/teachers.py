@@ -3,7 +3,7 @@ mixed with a privileged oracle where the LLM yields too few kept trajectories.
 
 ``OracleTeacher`` is scripted with privileged information (the gold supporting titles and the gold
 answer): it searches each supporting title, folds all completed steps once the rendered context
-passes ``fold_at`` of the budget, then answers. Its trajectories still go through the real agent,
+passes ``fold_at`` of the budget (``fold(target="all")``), then answers. Its trajectories still go through the real agent,
 tools and corpus (so the prompts, tool results, fold blocks and status lines are the real ones), and
 its token counts use the student's tokenizer so the budget is in student tokens. It teaches the
 format and *when* to fold, not how to research: that part comes from the LLM's kept trajectories.
@@ -52,7 +52,7 @@ class OracleTeacher:
         tokens = self.counter.count_message_tokens(messages, tools)
         todo = [t for t in titles if t not in done]
         if steps >= 2 and not blocks and tokens > self.fold_at * self.budget:
-            call = ToolCall(id=f"o{steps}", name="fold", arguments={"start_step": 1, "end_step": steps})
+            call = ToolCall(id=f"o{steps}", name="fold", arguments={"target": "all"})
         elif todo:
             done.append(todo[0])
             call = ToolCall(id=f"o{steps}", name="search", arguments={"query": todo[0]})
