@@ -84,7 +84,7 @@ def test_grpo_step_with_lora_real_rollouts(tmp_path, student_dir, lexical_backen
         "lora": {"enabled": True, "r": 4, "alpha": 8, "layers": [22, 23]},
         # a first batch whose groups are all degenerate still trains (SIRAS residuals need an s_batch);
         # structural chunks and no surprise gate: no extra log-prob forward pass
-        "advantage": {"method": "siras", "options": {"s_batch_fallback": 0.5, "chunking": "structure", "gate": False}},
+        "advantage": {"method": "siras", "siras": {"s_batch_fallback": 0.5, "chunking": "structure", "gate": False}},
     })  # fmt: skip
     qs = [TrainingQuestion(id=q["id"], question=q["question"], golds=[q["answer"]]) for q in tiny_questions[:2]]
     trainer = build_rl_trainer(cfg, qs, lexical_backend)
