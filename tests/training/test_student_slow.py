@@ -76,7 +76,7 @@ def test_grpo_step_with_lora_real_rollouts(tmp_path, student_dir, lexical_backen
 
     cfg = RLRunConfig.model_validate({
         "model": {"packaged": NAME}, "output_dir": str(tmp_path / "rl"), "questions": {"path": str(tmp_path)},
-        "env": {"context_budget": 1500, "max_steps": 2, "search_top_k": 1, "result_chars": 120,
+        "env": {"run": {"context_budget": 1500, "max_steps": 2, "search_top_k": 1, "result_chars": 120},
                 "reward": {"context_budget": 1500}},
         "grpo": {"num_generations": 2, "per_device_train_batch_size": 4, "max_steps": 1, "learning_rate": 1e-3,
                  "max_completion_length": 48, "max_tool_calling_iterations": 1, "temperature": 1.0},

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from test_sft_data import ScriptedTeacher
 
-from eventfold.run_options import RunOptions
 from eventfold.llm.transformers_backend import HFChatModel
+from eventfold.run_options import RunOptions
 from training.common.loading import load_tokenizer
 from training.sft.data import TrainingQuestion, agent_run_fn, judge, write_dataset
 from training.sft.teachers import OracleTeacher, mixed_trajectories, oracle_plans

@@ -36,7 +36,7 @@ def counter(tiny_model_dir) -> HFChatModel:
 def test_sft_rows_carry_the_inference_specs(counter, lexical_backend) -> None:
     from training.rl.env import _run_options
 
-    cfg = EnvConfig(context_budget=8000, max_steps=6)
+    cfg = EnvConfig(run={"context_budget": 8000, "max_steps": 6})
     q = TrainingQuestion(id="q", question="Who led the repairs on the road that was closed?", golds=["Mara Quill"])
     traj = generate_trajectories(
         [q], agent_run_fn(lexical_backend, _run_options(cfg)), ScriptedTeacher(counter, GOOD)
@@ -72,7 +72,7 @@ def test_env_methods_are_generated_from_the_registry(counter, lexical_backend) -
 def test_rl_trainer_renders_the_inference_specs(tmp_path, tiny_model_dir, tiny_questions, lexical_backend) -> None:
     cfg = RLRunConfig.model_validate({
         "model": {"path": str(tiny_model_dir)}, "output_dir": str(tmp_path / "rl"),
-        "questions": {"path": str(tmp_path)}, "env": {"context_budget": 4000, "max_steps": 4},
+        "questions": {"path": str(tmp_path)}, "env": {"run": {"context_budget": 4000, "max_steps": 4}},
         "grpo": {"num_generations": 2, "per_device_train_batch_size": 2, "max_steps": 1,
                  "max_completion_length": 64, "max_tool_calling_iterations": 2},
         "advantage": {"method": "grpo"},
@@ -84,7 +84,7 @@ def test_rl_trainer_renders_the_inference_specs(tmp_path, tiny_model_dir, tiny_q
     want = inference_specs(cfg.env, counter, lexical_backend)
     assert list(trainer._env_tools.values()) == [want]
     # the prompt TRL tokenizes is the prompt the agent renders at inference (same tools, same order)
-    row = rl_rows(qs[:1], cfg.env.context_budget)[0]
+    row = rl_rows(qs[:1], cfg.env.run.context_budget)[0]
     rl_text = tok.apply_chat_template(row["prompt"], tools=trainer._env_tools[None], tokenize=False,
                                       add_generation_prompt=True)
     from eventfold.llm.types import Message, ToolSpec
