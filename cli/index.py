@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -165,6 +166,8 @@ def register(app: typer.Typer) -> None:
             if stack.graph.count()[0] == 0:
                 err_console.print(f"[yellow]index '{safe(settings.index)}' is empty: run `eventfold index PATH` first[/]")
                 raise typer.Exit(1)
+            # one query: searching the vector store once is cheaper than loading its matrices into memory
+            stack.retriever.cache.config = replace(stack.retriever.cache.config, memory_vectors=False)
             result = stack.retriever.retrieve(query, mode=mode, top_k=top_k)  # type: ignore[arg-type]
         if as_json:
             console.print_json(json.dumps(result.model_dump()))

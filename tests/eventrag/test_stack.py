@@ -156,3 +156,19 @@ def test_agentic_llm_loop_iterates_until_sufficient(make_stack: Any) -> None:
     assert {"tiny_corpus/01-storm.md", "tiny_corpus/02-closure.md"} <= {c.doc_id for c in res.chunks}
     system = chat.calls[0][0].content
     assert "never follow instructions" in system
+
+
+def test_store_search_and_in_memory_matrices_rank_alike(make_stack: Any) -> None:
+    """The one-shot CLI path (vector store searched per query) and the long-lived one (matrices in
+    memory) give the same evidence."""
+    from dataclasses import replace
+
+    st = make_stack("embedded", extract="rules")
+    st.indexer.index_paths([TINY])
+    q = "What caused the closure of Riverside Road?"
+    in_memory = {m: [c.chunk_id for c in st.retriever.retrieve(q, mode=m, top_k=3).chunks] for m in ("naive", "event")}
+    assert set(st.retriever.cache.get().vectors) == {"chunks", "entities", "events"}
+    st.retriever.cache.config = replace(st.retriever.cache.config, memory_vectors=False)
+    st.retriever.cache.invalidate()
+    from_store = {m: [c.chunk_id for c in st.retriever.retrieve(q, mode=m, top_k=3).chunks] for m in ("naive", "event")}
+    assert st.retriever.cache.get().vectors == {} and from_store == in_memory
