@@ -55,9 +55,10 @@ def is_insufficient(answer: str) -> bool:
 
 
 def best_evidence(run: RunState, k: int) -> list[Evidence]:
-    """The passages for the reader: chunks the model cited or read first, then the sub-questions'
-    search hits taken in turns by rank with the question's own search first (so every hop is
-    represented), then the rest by rank."""
+    """The passages for the reader: chunks the model cited or read first, then the top two hits of
+    each search the model made itself (its follow-ups, latest first), then the opening searches'
+    hits taken in turns by rank with the question's own search first (so every hop is represented),
+    then the rest by rank."""
     pool = list(run.evidence.values())
     chosen: list[Evidence] = []
 
@@ -70,6 +71,10 @@ def best_evidence(run: RunState, k: int) -> list[Evidence]:
             take(run.evidence[cid])
     for ev in pool:
         if ev.rank == 0:  # opened with read: the model wanted it
+            take(ev)
+    model_steps = {s.n for s in run.steps if s.kind == "action"}
+    for ev in sorted(pool, key=lambda e: (-e.step, e.rank)):  # the model's own searches, latest first
+        if ev.step in model_steps and 0 < ev.rank <= 2:
             take(ev)
     groups = [sorted((ev for ev in pool if ev.sub_question is None and ev.rank), key=lambda e: (e.step, e.rank))]
     for sq in run.plan.sub_questions:

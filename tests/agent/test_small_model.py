@@ -163,3 +163,6 @@ def test_a_repeated_search_after_the_plan_follows_the_first_lead(backend):
     assert "searched the lead 'Pierre Curie' instead" in step.results[0].content
     assert backend.queries[-1] == "Pierre Curie" and res.run.counters.tool_errors == 0
     assert "Pierre Curie" not in leads(res.run)  # searched: no longer a lead
+    # the model's own follow-up search comes first among the reader's passages
+    reader_prompt = model.calls[-1]["messages"][-1].content
+    assert "[1] Pierre Curie: Pierre Curie was born in Paris in 1859." in reader_prompt
