@@ -72,10 +72,12 @@ def best_evidence(run: RunState, k: int) -> list[Evidence]:
     for ev in pool:
         if ev.rank == 0:  # opened with read: the model wanted it
             take(ev)
-    model_steps = {s.n for s in run.steps if s.kind == "action"}
-    for ev in sorted(pool, key=lambda e: (-e.step, e.rank)):  # the model's own searches, latest first
-        if ev.step in model_steps and 0 < ev.rank <= 2:
-            take(ev)
+    for step in reversed(run.steps):  # the model's own searches, latest first: their top two hits
+        calls = step.assistant.tool_calls
+        if step.kind == "action" and calls and calls[0].name == "search":
+            for cid in step.chunk_ids[:2]:
+                if cid in run.evidence:
+                    take(run.evidence[cid])
     groups = [sorted((ev for ev in pool if ev.sub_question is None and ev.rank), key=lambda e: (e.step, e.rank))]
     for sq in run.plan.sub_questions:
         groups.append([run.evidence[c] for c in sq.evidence if c in run.evidence])
