@@ -55,8 +55,8 @@ def is_insufficient(answer: str) -> bool:
 
 
 def best_evidence(run: RunState, k: int) -> list[Evidence]:
-    """The passages for the reader: chunks the model cited or read first, then the top two hits of
-    each search the model made itself (its follow-ups, latest first), then the opening searches'
+    """The passages for the reader: chunks the model cited or read first, then the top two chunks
+    each search the model made itself added to the evidence (its follow-ups, latest first), then the opening searches'
     hits taken in turns by rank with the question's own search first (so every hop is represented),
     then the rest by rank."""
     pool = list(run.evidence.values())
@@ -72,12 +72,12 @@ def best_evidence(run: RunState, k: int) -> list[Evidence]:
     for ev in pool:
         if ev.rank == 0:  # opened with read: the model wanted it
             take(ev)
-    for step in reversed(run.steps):  # the model's own searches, latest first: their top two hits
+    for step in reversed(run.steps):  # the model's own searches, latest first: the top two they added
         calls = step.assistant.tool_calls
         if step.kind == "action" and calls and calls[0].name == "search":
-            for cid in step.chunk_ids[:2]:
-                if cid in run.evidence:
-                    take(run.evidence[cid])
+            added = [run.evidence[c] for c in step.chunk_ids if c in run.evidence and run.evidence[c].step == step.n]
+            for ev in added[:2]:
+                take(ev)
     groups = [sorted((ev for ev in pool if ev.sub_question is None and ev.rank), key=lambda e: (e.step, e.rank))]
     for sq in run.plan.sub_questions:
         groups.append([run.evidence[c] for c in sq.evidence if c in run.evidence])

@@ -163,6 +163,15 @@ def test_a_repeated_search_after_the_plan_follows_the_first_lead(backend):
     assert "searched the lead 'Pierre Curie' instead" in step.results[0].content
     assert backend.queries[-1] == "Pierre Curie" and res.run.counters.tool_errors == 0
     assert "Pierre Curie" not in leads(res.run)  # searched: no longer a lead
-    # the model's own follow-up search comes first among the reader's passages
-    reader_prompt = model.calls[-1]["messages"][-1].content
-    assert "[1] Pierre Curie: Pierre Curie was born in Paris in 1859." in reader_prompt
+
+
+def test_reader_passages_put_what_the_models_follow_up_added_first(backend):
+    from agent.reader import best_evidence
+
+    opts = RunOptions(plan="llm", verify_answer=True, auto_search=True, search_top_k=2)
+    model = ScriptedChatModel([("search", {"query": "Vistula river"})], json_replies=[PLAN], text_replies=["Warsaw"])
+    run = run_agent(Q, AgentDeps(model, backend), opts).run
+    assert [c for c in run.steps[3].chunk_ids if run.evidence[c].step == 4] == ["d3#1"]  # new to the run
+    run.answer_citations = []
+    assert best_evidence(run, 6)[0].chunk_id == "d3#1"
+    assert "It lies on the Vistula river." in model.calls[-1]["messages"][-1].content.split("\n")[1]
