@@ -58,7 +58,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--deadline", help="UTC HH:MM to finish by (default: <out>/deadline.async if present)")
     ap.add_argument(
-        "--est-step-s", type=float, default=8.0, help="seconds per learner step (2-core box, load ~10)"
+        "--est-step-s", type=float, default=15.0, help="seconds per learner step (2-core box, load ~10)"
     )
     ap.add_argument("--out", type=Path, default=Path("runs/siras_toy"))
     ap.add_argument("--results", type=Path, default=Path("bench/results"))

@@ -156,7 +156,12 @@ def main() -> None:
     )
     ap.add_argument("--out", type=Path, default=Path("runs/siras_toy"))
     ap.add_argument("--results", type=Path, default=Path("bench/results"))
+    ap.add_argument(
+        "--merge", type=Path, nargs="+", help="only tabulate/plot these results.json files together"
+    )
     args = ap.parse_args()
+    if args.merge:
+        return report(merge(args.merge, args.methods), args)
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     start = build_warm_start(args.out, 0, args.warm_steps, args.warm_correct)
@@ -184,21 +189,34 @@ def main() -> None:
             print(f"[{done}/{len(jobs)}] {r['method']} seed {r['seed']}: final-5 "
                   f"{np.mean(r['reward'][-5:]):.3f}, {r['step_s']:.2f}s/step", flush=True)  # fmt: skip
             (args.out / "results.json").write_text(json.dumps(results, indent=1))
-    complete = [s for s in args.seeds if all(s in results[m] for m in args.methods)]
-    results = {m: {s: results[m][s] for s in complete} for m in args.methods}  # equal seeds per arm
+    report(results, args)
+
+
+def merge(paths: list[Path], methods: list[str]) -> dict[str, dict[int, dict]]:
+    """Runs of several invocations (e.g. seeds run in two processes), keyed by method and seed."""
+    out: dict[str, dict[int, dict]] = {m: {} for m in methods}
+    for p in paths:
+        for m, runs in json.loads(p.read_text()).items():
+            if m in out:
+                out[m].update({int(k): v for k, v in runs.items()})
+    return out
+
+
+def report(results: dict[str, dict[int, dict]], args: argparse.Namespace) -> None:
+    """Table (markdown) + PNG over the seeds complete for every method; results JSON beside them."""
+    seeds = sorted(set.intersection(*(set(results[m]) for m in args.methods)))
+    results = {m: {s: results[m][s] for s in seeds} for m in args.methods}  # equal seeds per arm
     md, threshold = table(results, args.methods)
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "siras_toy.json").write_text(json.dumps(results, indent=1))
     curves = {m: np.array([r["reward"] for r in results[m].values()]) for m in args.methods}
     png = args.results / "siras_toy_reward_curves.png"
+    steps = curves[args.methods[0]].shape[1]
     plot(
-        curves,
-        png,
-        threshold,
-        f"Credit-assignment toy: {len(args.seeds)} seeds × {args.steps} steps (tiny Qwen3, CPU)",
+        curves, png, threshold, f"Credit-assignment toy: {len(seeds)} seeds × {steps} steps (tiny Qwen3, CPU)"
     )
     print(md)
-    print(f"curves: {png}; total {time.perf_counter() - t0:.0f}s")
+    print(f"seeds {seeds}; curves: {png}")
 
 
 if __name__ == "__main__":
