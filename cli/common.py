@@ -38,6 +38,9 @@ def setup_logging(level: int = logging.WARNING) -> None:
     if not root.handlers:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        # the handler filters too: a library that sets its own logger to DEBUG (bm25s does) still
+        # stays off the console below `level`
+        handler.setLevel(level)
         root.addHandler(handler)
         root.setLevel(level)
     # Milvus Lite logs a lock or start failure with a traceback; the store raises StoreLocked or

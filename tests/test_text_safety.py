@@ -93,3 +93,22 @@ def test_log_lines_are_masked() -> None:
     text = stream.getvalue()
     assert "topsecret" not in text and "sk-abcdefghijklmnopqrst" not in text
     assert "https://***@h/v1" in text and "RuntimeError" in text  # the traceback is kept, masked
+
+
+def test_console_logging_drops_debug_lines_of_libraries_that_lower_their_own_level() -> None:
+    """bm25s sets its logger to DEBUG; `ask` printed "DEBUG bm25s: Building index from tokens"."""
+    import subprocess
+    import sys
+
+    code = (
+        "import logging\n"
+        "from cli.common import setup_logging\n"
+        "setup_logging()\n"
+        "lib = logging.getLogger('bm25s')\n"
+        "lib.setLevel(logging.DEBUG)\n"
+        "lib.debug('Building index from tokens')\n"
+        "lib.warning('kept: http://user:secret@host/v1')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert "Building index" not in out.stderr
+    assert "kept:" in out.stderr and "secret" not in out.stderr
