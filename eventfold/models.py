@@ -11,7 +11,6 @@ eventfold: they are data, fetched on demand.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import re
@@ -19,11 +18,11 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from eventfold.locks import exclusive
 from eventfold.settings import Settings
 
 CHUNK = 8 * 1024 * 1024
@@ -134,7 +133,7 @@ def pull(
     model = model or get_model(name)
     models_dir.mkdir(parents=True, exist_ok=True)
     target = model_file(models_dir, model.name)
-    with _exclusive(models_dir / f".{model.name}.lock"):
+    with exclusive(models_dir / f".{model.name}.lock"):
         if not force and _already_there(target, model, progress):
             return target
         with tempfile.TemporaryDirectory(prefix=f"eventfold-{model.name}-", dir=models_dir) as tmp:
@@ -182,17 +181,6 @@ def _write_sidecar(target: Path, digest: str) -> None:
     tmp = sidecar.with_name(sidecar.name + ".tmp")
     tmp.write_text(f"{digest}  {target.name}\n")
     os.replace(tmp, sidecar)
-
-
-@contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    """One pull of a model at a time on this machine (other processes wait)."""
-    with lock_path.open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _download(

@@ -18,19 +18,18 @@ the same text the model was tuned on, not a substitute.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import logging
 import os
 import shutil
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+from eventfold.locks import exclusive
 
 log = logging.getLogger(__name__)
 
@@ -90,17 +89,6 @@ def converted_dir(gguf: Path, cache_root: Path) -> Path:
     return cache_root / "students" / f"{gguf.stem}-{gguf_digest(gguf)[:12]}"
 
 
-@contextmanager
-def _lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def qwen2_5_template(template: str | None) -> str | None:
     """TRL's verbatim Qwen2.5 template when ``template`` is a Qwen2.5-family tool template, else None."""
     if not template or "<tool_call>" not in template or "<|im_start|>" not in template:
@@ -117,7 +105,7 @@ def convert_gguf(gguf: Path, cache_root: Path) -> Path:
     target = converted_dir(gguf, cache_root)
     if (target / SOURCE_FILE).is_file():
         return target
-    with _lock(target.with_name(target.name + ".lock")):
+    with exclusive(target.with_name(target.name + ".lock")):
         if (target / SOURCE_FILE).is_file():  # another process finished it while we waited
             return target
         try:
