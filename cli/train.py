@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.common import console, err_console, safe
+from cli.common import console, err_console, fail, safe
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -35,8 +35,7 @@ def _load(path: Path, kind: str) -> Any:
     try:
         return load_config(path, SFTRunConfig if kind == "sft" else RLRunConfig)
     except ConfigError as exc:
-        err_console.print(f"[bold red]config error:[/] {safe(exc)}", soft_wrap=True)
-        raise typer.Exit(2) from exc
+        fail("config error:", exc, code=2)
 
 
 def _report_check(check: Any) -> None:
@@ -59,8 +58,7 @@ def sft_data_cmd(config: ConfigOpt) -> None:
     try:
         manifest = build_sft_data(cfg)
     except (ValueError, FileNotFoundError) as exc:
-        err_console.print(f"[bold red]error:[/] {safe(exc)}", soft_wrap=True)
-        raise typer.Exit(2) from exc
+        fail("error:", exc, code=2)
     console.print(
         f"{manifest.accepted}/{manifest.trajectories} trajectories kept ({manifest.acceptance_rate:.0%}), "
         f"{manifest.rows} rows, {manifest.folds} folds, {manifest.unfolds} unfolds -> {cfg.data_dir}"
@@ -81,8 +79,7 @@ def sft_cmd(config: ConfigOpt, dry_run: DryOpt = False) -> None:
     try:
         res = train_sft(cfg)
     except (ValueError, FileNotFoundError) as exc:
-        err_console.print(f"[bold red]error:[/] {safe(exc)}", soft_wrap=True)
-        raise typer.Exit(2) from exc
+        fail("error:", exc, code=2)
     console.print(f"SFT: {res.global_step} steps on {res.rows} rows, loss {res.train_loss}; model -> {safe(res.final_dir)}")
 
 
@@ -105,6 +102,5 @@ def rl_cmd(config: ConfigOpt, dry_run: DryOpt = False) -> None:
     try:
         res = train_rl(cfg)
     except (ValueError, FileNotFoundError) as exc:
-        err_console.print(f"[bold red]error:[/] {safe(exc)}", soft_wrap=True)
-        raise typer.Exit(2) from exc
+        fail("error:", exc, code=2)
     console.print(f"RL: {res.global_step} steps; log {safe(res.log_path)}; model -> {safe(res.final_dir)}")
