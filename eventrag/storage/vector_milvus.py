@@ -104,6 +104,29 @@ def _lock_holder(path: Path) -> str | None:
         os.close(fd)
 
 
+# pymilvus pings every 10 s even while idle; Milvus Lite's gRPC server (Python defaults) allows one
+# ping per 5 min without data and answers the third with GOAWAY "too_many_pings", after which every new
+# client on that server (and the idle one) fails to reconnect for a while. An in-process server needs
+# no keepalive: ping only while calls are in flight, and no more often than the server permits.
+_LITE_GRPC = {"grpc.keepalive_permit_without_calls": 0, "grpc.keepalive_time_ms": 300_000}
+_CONNECT_TRIES = 3
+
+
+def _connect(uri: str, token: str | None, lite: bool) -> MilvusClient:
+    """A client, retried twice with a short backoff on a failed connect (a server restarting, a
+    channel still in GOAWAY); the last failure propagates."""
+    extra: dict[str, Any] = {"grpc_options": dict(_LITE_GRPC)} if lite else {}
+    for attempt in range(_CONNECT_TRIES):
+        try:
+            return MilvusClient(uri=uri, token=token or "", **extra)
+        except (ConnectionConfigException, MilvusException):
+            if attempt == _CONNECT_TRIES - 1:
+                raise
+            logger.info("connecting to Milvus at %s failed; retrying", uri)
+            time.sleep(0.5 * 4**attempt)
+    raise AssertionError("unreachable")
+
+
 # Milvus Lite runs one embedded server per data directory per process (milvus_lite's own registry);
 # count this module's open stores per directory so the last close() stops it and frees the lock.
 _LITE_USERS: dict[str, int] = {}
@@ -171,9 +194,9 @@ class MilvusVectorStore:
         self._info: dict[str, tuple[int, str]] = {}  # collection -> (dim, metric), loaded
         self._dirty: set[str] = set()
         try:
-            self._client: MilvusClient | None = MilvusClient(uri=uri, token=token or "")
+            self._client: MilvusClient | None = _connect(uri, token, self.is_lite)
         except (ConnectionConfigException, MilvusException) as exc:
-            holder = _lock_holder(Path(uri)) if self.is_lite else None
+            holder = _lock_holder(Path(uri)) if self.is_lite and uri not in _LITE_USERS else None
             if holder:
                 raise StoreLocked(
                     f"Milvus Lite data directory {uri} is in use by another process (lock {holder}); "

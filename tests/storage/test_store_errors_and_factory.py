@@ -99,3 +99,25 @@ def test_factory_opens_neo4j_over_routing_uri(neo4j_uri: str) -> None:
             assert [n.label for n in graph.get_nodes(["a"])] == ["Document"]
         finally:
             graph.clear()
+
+
+def test_milvus_lite_survives_80_s_idle_and_a_second_open(tmp_path: Path) -> None:
+    """pymilvus pings an idle Lite server every 10 s; after about a minute the server answered GOAWAY
+    "too_many_pings" and a second store on the same index (as `eval` opens after indexing) failed
+    as StoreLocked, blaming this very process. Both stores must work after a minute of idle."""
+    from eventrag.storage.vector_milvus import MilvusVectorStore
+
+    first = MilvusVectorStore(tmp_path / "milvus.db")
+    try:
+        first.create_collection("c", dim=4)
+        first.upsert("c", ["a", "b"], [[1, 0, 0, 0], [0, 1, 0, 0]])
+        assert first.search("c", [[1, 0, 0, 0]], top_k=1)[0][0].id == "a"
+        time.sleep(80)
+        second = MilvusVectorStore(tmp_path / "milvus.db")
+        try:
+            assert second.search("c", [[0, 1, 0, 0]], top_k=1)[0][0].id == "b"
+        finally:
+            second.close()
+        assert first.search("c", [[1, 0, 0, 0]], top_k=1)[0][0].id == "a"
+    finally:
+        first.close()
