@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from agent.llm import ChatModel, LLMError, Message
+from agent.focus import Embed
 from agent.reader import best_evidence, first_line, is_insufficient, reader_messages
 from agent.state import RunState, Step
 from agent.tools.answer import supporting
@@ -17,8 +18,9 @@ from agent.tools.context import counted_chat
 from eventfold.run_options import RunOptions
 
 
-def reader_answer(run: RunState, model: ChatModel, options: RunOptions) -> None:
-    """Write run.answer with the reader over the best evidence (mutates `run`)."""
+def reader_answer(run: RunState, model: ChatModel, options: RunOptions, embed: Embed | None = None) -> None:
+    """Write run.answer with the reader over the best evidence (mutates `run`); `embed` ranks the
+    evidence's sentences with the retriever's embedder (word overlap alone without it)."""
     passages = best_evidence(run, options.reader_k)
     proposed = run.answer
     answer = ""
@@ -27,7 +29,7 @@ def reader_answer(run: RunState, model: ChatModel, options: RunOptions) -> None:
             resp = counted_chat(
                 run,
                 model,
-                reader_messages(run.question, passages),
+                reader_messages(run.question, passages, embed),
                 temperature=0.0,
                 max_tokens=options.answer_max_tokens,
             )

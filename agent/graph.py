@@ -28,6 +28,7 @@ from langgraph.graph import END, START, StateGraph
 
 from agent import prompts
 from agent.finish import reader_answer
+from agent.focus import backend_embed
 from agent.llm import ChatModel, LLMError, Message, ToolCall, ToolSpec
 from agent.memory import Step, render_context
 from agent.plan import make_plan
@@ -246,7 +247,7 @@ class AgentGraph:
         run = RunState.from_graph(state)
         if run.status == "answered":  # an answer without evidence (verify_answer): the reader decides
             run.status, run.stop_reason = "forced", "the answer cited no evidence"
-        reader_answer(run, self.deps.model, self.options)
+        reader_answer(run, self.deps.model, self.options, backend_embed(self.deps.backend))
         _emit({"type": "forced_answer", "answer": run.answer, "reason": run.stop_reason, "source": run.answer_source})
         return run.to_graph()
 

@@ -60,7 +60,7 @@ def load_set(name: str, data_dir: Path) -> QADataset:
 
 def make_system(name: str, retriever: Any, chat: Any, settings: Settings) -> QASystem:
     if name in ("naive", "event"):
-        return RetrieveAndRead(retriever, name, chat, top_k=10, read_k=5)  # type: ignore[arg-type]
+        return RetrieveAndRead(retriever, name, chat, top_k=10, read_k=10)  # type: ignore[arg-type]
     return AgentSystem(AgentCaller(run_eventfold_agent, settings, retriever, chat, fold=name == "agent"))
 
 

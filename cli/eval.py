@@ -80,7 +80,7 @@ def multihop_cmd(
     top_k: Annotated[
         int, typer.Option("--top-k", min=1, help="Chunks retrieved per question (metrics @10).")
     ] = 10,
-    read_k: Annotated[int, typer.Option("--read-k", min=1, help="Chunks the reader answers from.")] = 5,
+    read_k: Annotated[int, typer.Option("--read-k", min=1, help="Chunks the reader focuses on (their best sentences).")] = 10,
     corpus: Annotated[
         str, typer.Option("--corpus", help="full, or questions (the questions' contexts/gold + distractors).")
     ] = "full",

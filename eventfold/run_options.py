@@ -47,7 +47,7 @@ class RunOptions(BaseModel):
     max_repeat_queries: int = Field(1, ge=0, le=10)  # identical searches allowed before refusing
     max_refusals: int = Field(3, ge=1, le=50)  # refused repeats/invalid turns in a row -> forced answer
     answer_max_tokens: int = Field(64, ge=1, le=8192)
-    reader_k: int = Field(6, ge=1, le=50)  # passages the reader answers from when the loop stops
+    reader_k: int = Field(10, ge=1, le=50)  # passages the reader focuses on when the loop stops
     step_max_tokens: int = Field(256, ge=16, le=8192)  # one agent turn (tool call)
     fold_max_tokens: int = Field(384, ge=32, le=8192)
     report_mode: ReportMode = "full"  # short: answer + sources; full: sections; long: + written summary

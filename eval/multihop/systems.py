@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from agent.focus import backend_embed
 from agent.reader import read_answer
 from eval.agent_call import AgentCaller, field
 from eval.multihop.schema import QAExample
@@ -40,7 +41,7 @@ class RetrieveAndRead:
         chat_model: ChatModel | None,
         *,
         top_k: int = 10,
-        read_k: int = 5,
+        read_k: int = 10,
         answer_max_tokens: int = 64,
     ) -> None:
         self.backend = backend
@@ -49,6 +50,7 @@ class RetrieveAndRead:
         self.top_k = top_k
         self.read_k = read_k
         self.answer_max_tokens = answer_max_tokens
+        self.embed = backend_embed(backend)  # the reader ranks sentences with the retriever's embedder
         self.name = mode
 
     def predict(self, example: QAExample) -> Prediction:
@@ -63,7 +65,7 @@ class RetrieveAndRead:
         t1 = time.perf_counter()
         if self.chat_model is not None:
             answer, usage = read_answer(
-                self.chat_model, example.question, result.chunks[: self.read_k], self.answer_max_tokens
+                self.chat_model, example.question, result.chunks[: self.read_k], self.answer_max_tokens, self.embed
             )
             stats.update(usage)
             stats["llm_calls"] = 1

@@ -107,7 +107,7 @@ def test_step_cap_ends_with_the_reader_over_the_evidence(backend):
     assert run.answer == "Warsaw" and run.answer_source == "reader" and run.answer_citations == ["d1#0"]
     assert len([s for s in run.steps if s.kind == "action"]) == 3
     last = model.calls[-1]
-    assert last["max_tokens"] == 64 and not last["tools"] and "Passages:" in last["messages"][-1].content
+    assert last["max_tokens"] == 64 and not last["tools"] and "Sentences:" in last["messages"][-1].content
 
 
 def test_repeated_query_is_refused_then_the_reader_answers(backend):

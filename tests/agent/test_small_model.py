@@ -174,4 +174,5 @@ def test_reader_passages_put_what_the_models_follow_up_added_first(backend):
     assert [c for c in run.steps[3].chunk_ids if run.evidence[c].step == 4] == ["d3#1"]  # new to the run
     run.answer_citations = []
     assert best_evidence(run, 6)[0].chunk_id == "d3#1"
-    assert "It lies on the Vistula river." in model.calls[-1]["messages"][-1].content.split("\n")[1]
+    sentences = model.calls[-1]["messages"][-1].content.split("Sentences:\n")[1]
+    assert "It lies on the Vistula river." in sentences.split("\n")[0]

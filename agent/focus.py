@@ -1,0 +1,130 @@
+"""Focused reading: the few sentences of the evidence that bear on the question, two hops deep.
+
+A 1.5B reader given five whole passages (~1,000 tokens) answers from the wrong one: it returned a
+document's header date for "on what date did the board certify the S3" while the first passage's
+first sentence said "certified the S3 on 1 March 2016". Given only the sentences that match the
+question it reads them right, in half the time (the prompt is ~550 tokens instead of ~1,300).
+
+Selection, deterministic and LLM-free:
+1. hop 1: every sentence is scored by its IDF-weighted word overlap with the question (+ its cosine
+   with the question when an embedder is given); the best `first` are kept;
+2. hop 2 (the bridge): names in the hop-1 sentences that the question does not contain (the LS-7
+   element named in the recall notice, the director of the film) pick further sentences that mention
+   them (rare names weigh more), best `second` of those, so the sentence that names the element's
+   maker comes along.
+Headings and "Date:" lines are layout, not statements: they are left out.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from eventrag.index.chunking import split_sentences
+from eventrag.index.rules_extract import find_entities
+
+Embed = Callable[[list[str]], np.ndarray]
+_WORD = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
+_STOP = frozenset(
+    "a an the of in on at to for and or but by with from as into than then that this these those is are was "
+    "were be been being it its what which who whom whose when where why how did does do done has have had "
+    "not no yes first last many much".split()
+)
+_LAYOUT = re.compile(r"^\s*(?:#.*|date:\s.*)$", re.IGNORECASE | re.MULTILINE)
+
+
+class Passage(Protocol):
+    doc_id: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Sentence:
+    passage: int  # index into the passages given
+    position: int  # order within its passage
+    title: str
+    text: str
+
+
+def backend_embed(backend: object) -> Embed | None:
+    """The embedder of the retriever behind a search backend (`Retriever.embedder`, also through a
+    `ModeBackend`), so the reader ranks sentences with the model the search used; None without one."""
+    for obj in (backend, getattr(backend, "inner", None)):
+        embedder = getattr(obj, "embedder", None)
+        if embedder is not None and callable(getattr(embedder, "embed", None)):
+            return embedder.embed  # type: ignore[no-any-return]
+    return None
+
+
+def words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
+
+
+def sentences_of(passages: Sequence[Passage]) -> list[Sentence]:
+    out: list[Sentence] = []
+    seen: set[str] = set()
+    for p_i, p in enumerate(passages):
+        body = _LAYOUT.sub("", p.text)
+        for s_i, (a, b) in enumerate(split_sentences(body)):
+            text = " ".join(body[a:b].split())
+            if len(text) < 12 or text in seen:  # fragments, and the same sentence in two chunks
+                continue
+            seen.add(text)
+            out.append(Sentence(p_i, s_i, p.title or p.doc_id, text))
+    return out
+
+
+def _overlap_scores(question: str, sentences: Sequence[Sentence]) -> np.ndarray:
+    bags = [set(words(s.text)) for s in sentences]
+    df = Counter(w for bag in bags for w in bag)
+    n = len(bags)
+    q = set(words(question))
+    idf = {w: math.log(1 + n / (1 + df[w])) for w in q}
+    total = sum(idf.values()) or 1.0
+    return np.array([sum(idf[w] for w in q & bag) / total for bag in bags], dtype=np.float64)
+
+
+def _bridge_names(chosen: Sequence[Sentence], question: str) -> set[str]:
+    q = set(words(question))
+    names: set[str] = set()
+    for s in chosen:
+        for _, name in find_entities(s.text):
+            new = set(words(name)) - q
+            if any(len(w) > 1 and not w.isdigit() for w in new):
+                names.add(name.lower())
+    return names
+
+
+def focus(
+    question: str, passages: Sequence[Passage], *, embed: Embed | None = None, first: int = 6, second: int = 4
+) -> list[Sentence]:
+    """Up to `first + second` sentences of `passages` for `question`, in passage order."""
+    sents = sentences_of(passages)
+    if len(sents) <= first + second:
+        return sents
+    score = _overlap_scores(question, sents)
+    if embed is not None:
+        vecs = np.asarray(embed([question] + [s.text for s in sents]), dtype=np.float64)
+        norms = np.linalg.norm(vecs, axis=1)
+        norms[norms == 0] = 1.0
+        vecs = vecs / norms[:, None]
+        score = score + vecs[1:] @ vecs[0]
+    order = sorted(range(len(sents)), key=lambda i: (-score[i], i))
+    hop1 = order[:first]
+    names = _bridge_names([sents[i] for i in hop1], question)
+    rest = order[first:]
+    lowered = [s.text.lower() for s in sents]
+    # a rare name is a bridge; one in most sentences (the corpus' topic, e.g. the company) is not
+    rarity = {n: math.log(1 + len(sents) / sum(1 for t in lowered if n in t)) for n in names}
+    mentions = {i: sum(r for n, r in rarity.items() if n in lowered[i]) for i in rest}
+    hop2 = sorted((i for i in rest if mentions[i]), key=lambda i: (-mentions[i], -score[i], i))[:second]
+    if len(hop2) < second:  # nothing (more) bridges: the next best by score
+        hop2 += [i for i in rest if i not in hop2][: second - len(hop2)]
+    return [sents[i] for i in sorted(hop1 + hop2, key=lambda i: (sents[i].passage, sents[i].position))]

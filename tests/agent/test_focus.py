@@ -1,0 +1,100 @@
+"""Focused reading: the reader sees the sentences that answer, two hops deep, not whole passages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from agent import prompts
+from agent.focus import focus, sentences_of
+from agent.reader import reader_messages
+
+
+@dataclass
+class P:
+    doc_id: str
+    title: str
+    text: str
+
+
+RECALL = P(
+    "08-recall.md",
+    "NMMB orders the recall",
+    "# NMMB Orders the SeaGuard S2 Recall\nDate: 2015-01-09\n\nOn 9 January 2015, the board ordered HTI to "
+    "recall every SeaGuard S2 sensor fitted with the LS-7 pressure element. The order covered 1,200 units.",
+)
+FIRE = P(
+    "06-kvarts-fire.md",
+    "Fire at Kvarts",
+    "In the early hours of 2 February 2014, a fire broke out at the plant in Trondheim. Kvarts released HTI "
+    "from the exclusivity clause on 10 February. On 17 February 2014 Ekberg signed an emergency supply "
+    "contract with Lindqvist Sensorteknik of Gothenburg for the LS-7.",
+)
+FILLER = [
+    P(f"f{i}.md", f"Filler {i}", f"HTI's harbour office in town {i} opened a new quay in spring. Visitors came by ferry "
+      f"to see quay {i}. The mayor of town {i} gave a speech about ferries.")  # fmt: skip
+    for i in range(6)
+]
+Q1 = "Which company made the pressure element fitted in the SeaGuard S2 units recalled in January 2015?"
+
+
+def test_headings_and_date_lines_are_layout_not_sentences():
+    texts = [s.text for s in sentences_of([RECALL])]
+    assert texts[0].startswith("On 9 January 2015") and len(texts) == 2
+    assert not any(t.startswith(("#", "Date:")) for t in texts)
+
+
+def test_the_bridge_sentence_comes_along_with_the_one_the_question_matches():
+    """Hop 1 finds the recall sentence (LS-7); hop 2 the sentence naming LS-7's maker, which shares
+    almost no word with the question."""
+    chosen = focus(Q1, FILLER + [FIRE, RECALL], first=2, second=1)
+    texts = [s.text for s in chosen]
+    assert any("fitted with the LS-7" in t for t in texts)
+    assert any("Lindqvist Sensorteknik" in t for t in texts)
+    assert len(chosen) == 3 and not any("quay" in t for t in texts)
+    # in passage order, then sentence order
+    assert [(s.passage, s.position) for s in chosen] == sorted((s.passage, s.position) for s in chosen)
+
+
+def test_without_the_bridge_hop_the_makers_sentence_is_lost():
+    chosen = focus(Q1, FILLER + [FIRE, RECALL], first=3, second=0)
+    assert any("fitted with the LS-7" in s.text for s in chosen)
+    assert not any("Lindqvist" in s.text for s in chosen)
+
+
+def test_an_embedder_adds_its_cosine_to_the_word_overlap():
+    def embed(texts: list[str]) -> np.ndarray:  # test double: only the ferry sentence is "similar"
+        return np.array([[1.0, 0.0] if (i == 0 or "ferry" in t) else [0.0, 1.0] for i, t in enumerate(texts)])
+
+    chosen = focus("How do people reach the town?", FILLER[:3], embed=embed, first=2, second=0)
+    assert all("ferry" in s.text for s in chosen)
+
+
+def test_few_sentences_are_all_kept_and_duplicates_once():
+    assert [s.text for s in focus("anything", [FIRE, FIRE])] == [s.text for s in sentences_of([FIRE])]
+
+
+def test_reader_prompt_lists_numbered_sentences_with_their_titles_and_the_question_twice():
+    msgs = reader_messages(Q1, [RECALL, FIRE])
+    assert msgs[0].content == prompts.READER_SYSTEM
+    user = msgs[1].content
+    assert user.count(Q1) == 2 and "[1] (NMMB orders the recall) On 9 January 2015" in user
+    assert "Date: 2015-01-09" not in user and "Lindqvist Sensorteknik" in user
+
+
+def test_the_reader_uses_the_embedder_of_the_retriever_behind_the_backend():
+    from agent.focus import backend_embed
+    from agent.search_backend import ModeBackend
+
+    class Embedder:
+        def embed(self, texts):
+            return np.ones((len(texts), 2))
+
+    class Retriever:
+        embedder = Embedder()
+
+    retriever = Retriever()
+    assert backend_embed(retriever).__self__ is retriever.embedder
+    assert backend_embed(ModeBackend(retriever, "event")).__self__ is retriever.embedder  # type: ignore[arg-type]
+    assert backend_embed(object()) is None
