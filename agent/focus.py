@@ -26,6 +26,7 @@ from typing import Protocol
 
 import numpy as np
 
+from eventrag.embed import l2_normalise
 from eventrag.index.chunking import split_sentences
 from eventrag.index.rules_extract import find_entities
 
@@ -111,10 +112,7 @@ def focus(
         return sents
     score = _overlap_scores(question, sents)
     if embed is not None:
-        vecs = np.asarray(embed([question] + [s.text for s in sents]), dtype=np.float64)
-        norms = np.linalg.norm(vecs, axis=1)
-        norms[norms == 0] = 1.0
-        vecs = vecs / norms[:, None]
+        vecs = l2_normalise(embed([question] + [s.text for s in sents]))
         score = score + vecs[1:] @ vecs[0]
     order = sorted(range(len(sents)), key=lambda i: (-score[i], i))
     hop1 = order[:first]
