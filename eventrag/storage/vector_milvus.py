@@ -40,6 +40,7 @@ logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
 from pymilvus import DataType, MilvusClient, MilvusException  # noqa: E402
 from pymilvus.exceptions import ConnectionConfigException, MilvusUnavailableException  # noqa: E402
 
+from eventfold.llm.retry import call_with_retries  # noqa: E402
 from eventrag.storage.base import MAX_ID_LEN, MetadataFilter, Metric, VectorHit, VectorRecord, check_filter
 from eventrag.storage.checks import check_ids
 from eventrag.storage.errors import (
@@ -109,22 +110,20 @@ def _lock_holder(path: Path) -> str | None:
 # client on that server (and the idle one) fails to reconnect for a while. An in-process server needs
 # no keepalive: ping only while calls are in flight, and no more often than the server permits.
 _LITE_GRPC = {"grpc.keepalive_permit_without_calls": 0, "grpc.keepalive_time_ms": 300_000}
-_CONNECT_TRIES = 3
+_CONNECT_RETRIES = 2
 
 
 def _connect(uri: str, token: str | None, lite: bool) -> MilvusClient:
-    """A client, retried twice with a short backoff on a failed connect (a server restarting, a
-    channel still in GOAWAY); the last failure propagates."""
+    """A client, retried twice with backoff on a failed connect (a server restarting, a channel still
+    in GOAWAY); the last failure propagates. The project's one retry loop, which logs no URI."""
     extra: dict[str, Any] = {"grpc_options": dict(_LITE_GRPC)} if lite else {}
-    for attempt in range(_CONNECT_TRIES):
-        try:
-            return MilvusClient(uri=uri, token=token or "", **extra)
-        except (ConnectionConfigException, MilvusException):
-            if attempt == _CONNECT_TRIES - 1:
-                raise
-            logger.info("connecting to Milvus at %s failed; retrying", uri)
-            time.sleep(0.5 * 4**attempt)
-    raise AssertionError("unreachable")
+    return call_with_retries(
+        lambda: MilvusClient(uri=uri, token=token or "", **extra),
+        max_retries=_CONNECT_RETRIES,
+        base_delay_s=1.0,
+        retryable=lambda exc: isinstance(exc, ConnectionConfigException | MilvusException),
+        what="connecting to Milvus",
+    )
 
 
 # Milvus Lite runs one embedded server per data directory per process (milvus_lite's own registry);
