@@ -20,7 +20,8 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"\w+", text.lower()))
 
 
-def _sentences(text: str) -> list[str]:
+def plain_sentences(text: str) -> list[str]:
+    """The sentences of `text` (whitespace collapsed), fragments of 15 characters or less left out."""
     return [x for x in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if len(x) > 15]
 
 
@@ -37,7 +38,7 @@ def leads(run: RunState, limit: int = 4) -> list[str]:
     passages: Counter[str] = Counter()
     order: dict[str, int] = {}
     for ev in shown:
-        sentences = _sentences(ev.text)
+        sentences = plain_sentences(ev.text)
         if not sentences:
             continue
         bridge = max(sentences, key=lambda x: len(question & _words(x)))

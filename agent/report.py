@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from agent.leads import plain_sentences
 from agent.state import CITATION_RE, Evidence, RunState
 from agent.tools.context import neutralize
 from agent.tools.search import snippet
@@ -54,7 +55,7 @@ def select_citations(run: RunState, limit: int = 5) -> tuple[list[Evidence], str
 
 def best_sentence(text: str, query: str) -> str:
     """The sentence of `text` sharing most words with `query`."""
-    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if len(s.strip()) > 15]
+    sentences = plain_sentences(text)
     if not sentences:
         return snippet(text, 200)
     words = set(re.findall(r"\w{3,}", query.lower()))
