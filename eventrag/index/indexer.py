@@ -25,8 +25,6 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from eventrag.embed import Embedder
 from eventrag.graph_io import StoreEntityIndex, chunk_node, event_node, event_text
 from eventrag.index.chunking import ChunkingConfig, chunk_document
@@ -45,109 +43,10 @@ from eventrag.index.documents import (
 )
 from eventrag.index.extract import Extractor, entity_key
 from eventrag.index.fusion import EntityFuser
-from eventrag.index.infer import ExpansionConfig, expand_shared_participants
+from eventrag.index.infer import ExpansionConfig, refresh_inferred
+from eventrag.index.summary import IndexProgress, IndexSummary, Progress, SkippedFile
 from eventrag.schema import Chunk, ChunkExtraction, Document, Entity
 from eventrag.storage.base import Edge, GraphStore, Node, VectorStore
-
-
-class IndexProgress(BaseModel):
-    """Where a long indexing run stands, reported after every batch of documents."""
-
-    docs_done: int = 0
-    docs_total: int = 0
-    chunks: int = 0
-    events: int = 0
-    entities: int = 0
-    elapsed_s: float = 0.0
-    current: str = ""  # source (or id) of the last document of the batch
-
-    @property
-    def chunks_per_min(self) -> float:
-        return self.chunks / self.elapsed_s * 60 if self.elapsed_s > 0 else 0.0
-
-    @property
-    def events_per_s(self) -> float:
-        return self.events / self.elapsed_s if self.elapsed_s > 0 else 0.0
-
-    @property
-    def eta_s(self) -> float | None:
-        """Seconds left at the rate so far (None before the first batch)."""
-        if self.docs_done <= 0 or self.elapsed_s <= 0:
-            return None
-        return self.elapsed_s / self.docs_done * max(self.docs_total - self.docs_done, 0)
-
-
-Progress = Callable[[IndexProgress], None]
-
-
-class SkippedFile(BaseModel):
-    source: str
-    reason: str
-
-
-class IndexSummary(BaseModel):
-    extractor: str = ""
-    docs_seen: int = 0
-    docs_indexed: int = 0
-    docs_unchanged: int = 0
-    docs_resumed: int = 0  # found pending (an earlier run crashed) and rebuilt
-    docs_retried: int = 0  # extraction had failed in an earlier run: rebuilt
-    docs_failed: int = 0  # extraction failed for some chunk: left `failed`, retried by the next run
-    docs_pruned: int = 0  # gone from their folder: removed from the index
-    pruned: list[str] = Field(default_factory=list)  # ids of pruned documents (first 20)
-    failed_docs: list[str] = Field(default_factory=list)  # ids of documents left for retry (first 20)
-    skipped: list[SkippedFile] = Field(default_factory=list)
-    chunks: int = 0
-    chunks_failed: int = 0
-    events: int = 0
-    entities: int = 0
-    entity_merges: int = 0
-    edges: int = 0
-    inferred_edges: int = 0
-    llm_calls: int = 0
-    llm_cached: int = 0
-    elapsed_s: float = 0.0
-    failures: list[str] = Field(default_factory=list)  # "chunk_id: error" for failed chunks (first 20)
-
-    @property
-    def llm_calls_per_chunk(self) -> float:
-        return self.llm_calls / self.chunks if self.chunks else 0.0
-
-    @property
-    def cache_hit_rate(self) -> float:
-        return self.llm_cached / self.llm_calls if self.llm_calls else 0.0
-
-    def brief(self) -> str:
-        """One line for a console: what was indexed, with what, and how much was skipped or failed."""
-        parts = [
-            f"{self.docs_seen} docs ({self.docs_indexed} indexed, {self.docs_unchanged} unchanged)",
-            f"{self.chunks} chunks",
-            f"{self.events} events",
-            f"{self.entities} entities",
-            f"{self.edges} edges ({self.inferred_edges} inferred)",
-            f"{self.extractor} extraction, {self.llm_calls} LLM calls ({self.llm_cached} cached)",
-        ]
-        if self.skipped:
-            parts.append(f"{len(self.skipped)} files skipped")
-        if self.chunks_failed:
-            parts.append(f"{self.chunks_failed} chunks failed")
-        if self.docs_failed:
-            parts.append(f"{self.docs_failed} docs left pending (extraction failed; retried next run)")
-        if self.docs_retried:
-            parts.append(f"{self.docs_retried} docs retried")
-        if self.docs_pruned:
-            parts.append(f"{self.docs_pruned} docs pruned (files gone)")
-        return ", ".join(parts)
-
-    def add(self, other: IndexSummary) -> None:
-        for f in ("docs_seen", "docs_indexed", "docs_unchanged", "docs_resumed", "docs_retried", "docs_failed",
-                  "docs_pruned", "chunks", "chunks_failed", "events", "entities", "entity_merges", "edges",
-                  "inferred_edges", "llm_calls", "llm_cached"):
-            setattr(self, f, getattr(self, f) + getattr(other, f))
-        self.skipped += other.skipped
-        self.failures = (self.failures + other.failures)[:20]
-        self.pruned = (self.pruned + other.pruned)[:20]
-        self.failed_docs = (self.failed_docs + other.failed_docs)[:20]
 
 
 def content_hash(doc: Document, extractor: str, chunking: ChunkingConfig) -> str:
@@ -167,6 +66,7 @@ class Indexer:
         self.batch_docs = max(1, batch_docs)
         self.max_file_bytes = max_file_bytes
         self.on_change = on_change
+        self._touched: set[str] = set()  # entities of purged documents, until the inferred edges are refreshed
         self.entity_index = StoreEntityIndex(graph, vectors, collections["entities"])
         self.fuser = EntityFuser(embedder, self.entity_index, threshold=fusion_threshold)
         for name in collections.values():
@@ -224,6 +124,7 @@ class Indexer:
         for doc_id in gone:
             self._purge(doc_id)
         if gone:
+            self._refresh_inferred([])
             self._flush()
             if self.on_change is not None:
                 self.on_change()
@@ -262,6 +163,7 @@ class Indexer:
         if not self.graph.get_nodes([doc_id]):
             return False
         self._purge(doc_id)
+        self._refresh_inferred([])
         self._flush()
         if self.on_change is not None:
             self.on_change()
@@ -277,6 +179,7 @@ class Indexer:
 
     def _purge(self, doc_id: str) -> None:
         ents = [n.id for n in self.graph.find_nodes("Entity", doc_id=doc_id, limit=1_000_000)]
+        self._touched.update(ents)
         self.graph.delete_document(doc_id)
         for kind in ("chunks", "events"):
             self.vectors.delete(self.collections[kind], filter={"doc_id": doc_id})
@@ -312,6 +215,7 @@ class Indexer:
         chunks: list[Chunk] = [c for d in todo for c in chunk_document(d, self.chunking)]
         dates = {d.doc_id: d.date for d in todo}
         failed_docs: set[str] = set()
+        new_events: list[str] = []
         if chunks:
             self.graph.upsert_nodes([chunk_node(c) for c in chunks])
             self.graph.upsert_edges([Edge(src=c.chunk_id, dst=c.doc_id, type="PART_OF", doc_ids=[c.doc_id])
@@ -320,9 +224,12 @@ class Indexer:
             vecs, event_vecs = self._embed_chunks(chunks, extractions)
             self.vectors.upsert(self.collections["chunks"], [c.chunk_id for c in chunks], vecs,
                                 [{"doc_id": c.doc_id} for c in chunks])
-            self._write_graph(chunks, extractions, s, event_vecs)
+            new_events = self._write_graph(chunks, extractions, s, event_vecs)
             doc_of = {c.chunk_id: c.doc_id for c in chunks}
             failed_docs = {doc_of[e.chunk_id] for e in extractions if e.failed and e.chunk_id in doc_of}
+        n = self._refresh_inferred(new_events)
+        s.inferred_edges += n
+        s.edges += n
         self._flush()  # vectors durable before a document is marked done
         # a document whose extraction failed is not done: the next run retries it (its chunks stay searchable)
         self.graph.upsert_nodes([Node(id=d.doc_id, label="Document", doc_ids=[d.doc_id], props={
@@ -360,7 +267,8 @@ class Indexer:
         return vecs, event_vecs
 
     def _write_graph(self, chunks: list[Chunk], extractions: list[ChunkExtraction], s: IndexSummary,
-                     event_vecs: dict[str, Any] | None = None) -> None:
+                     event_vecs: dict[str, Any] | None = None) -> list[str]:
+        """Write the batch's entities, events and extracted edges; returns the new event ids."""
         by_chunk = {c.chunk_id: c for c in chunks}
         for ext in extractions:
             s.llm_calls += ext.llm_calls
@@ -439,13 +347,15 @@ class Indexer:
             vecs = [known[ev.event_id] if ev.event_id in known else next(fresh) for ev in events]
             self.vectors.upsert(self.collections["events"], [ev.event_id for ev in events], vecs,
                                 [{"doc_id": ev.doc_ids[0]} for ev in events])
-        inferred = expand_shared_participants(self.graph, [ev.event_id for ev in events], self.expansion)
-        if inferred:
-            self.graph.upsert_edges(inferred)
-        s.inferred_edges += len(inferred)
-        s.edges += len(inferred)
         s.events += len(events)
         s.entities += len(fused.new_ids)
+        return [ev.event_id for ev in events]
+
+    def _refresh_inferred(self, new_events: list[str]) -> int:
+        """Recompute the inferred edges around new events and purged documents (`infer.refresh_inferred`),
+        so they do not depend on the order documents came in; returns the net change."""
+        touched, self._touched = sorted(self._touched), set()
+        return refresh_inferred(self.graph, new_events, touched, self.expansion)
 
 
 def _kept(doc_id: str, unloaded: set[str]) -> bool:

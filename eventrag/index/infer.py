@@ -2,6 +2,12 @@
 
 Every edge made here is `inferred=True` (stored with the flag): retrieval may follow it to reach
 evidence, but an inferred edge alone never makes a chunk count as evidence.
+
+The inferred edges of an index are a function of its documents, whatever the order they came in:
+the union over all events of the links each event picks (its nearest `max_links_per_event` events
+sharing a non-hub participant). An event's pick depends on every event of its participants, so when
+a change adds or removes events, `refresh_inferred` recomputes the picks of every event that shares a
+(non-hub) participant with the change, and of the other ends of their old inferred links.
 """
 
 from __future__ import annotations
@@ -79,3 +85,45 @@ def expand_shared_participants(graph: GraphStore, new_event_ids: Sequence[str],
                                 props={"rule": "shared_participant_close_in_time", "via": ent, "days": gap})
                 edges[(a, b)] = edge
     return list(edges.values())
+
+
+INFERRED_TYPES = ("BEFORE", "RELATED_TO")
+
+
+def refresh_inferred(graph: GraphStore, new_event_ids: Sequence[str], touched_entities: Sequence[str] = (),
+                     config: ExpansionConfig | None = None) -> int:
+    """Bring the inferred edges around a change to what a clean index of the same documents holds.
+
+    `new_event_ids`: events just written; `touched_entities`: entities of documents just removed (their
+    events are gone). Returns the net change in the number of inferred edges."""
+    cfg = config or ExpansionConfig()
+    new = set(new_event_ids)
+    added: dict[str, int] = {}  # entity -> how many of the new events it takes part in
+    for e in graph.get_edges(sorted(new), edge_types=["PARTICIPATES_IN"]) if new else []:
+        if e.dst in new:
+            added[e.src] = added.get(e.src, 0) + 1
+    entities = set(added) | set(touched_entities)
+    events_of: dict[str, set[str]] = {}
+    for e in graph.get_edges(sorted(entities), edge_types=["PARTICIPATES_IN"]) if entities else []:
+        if e.src in entities:
+            events_of.setdefault(e.src, set()).add(e.dst)
+    affected = set(new)
+    for ent, events in events_of.items():
+        # a hub before and after the change (more events than the cap) links nothing either way
+        if len(events) - added.get(ent, 0) <= cfg.max_events_per_entity:
+            affected |= events
+    if not affected:
+        return 0
+    old = {e.key for e in _inferred_touching(graph, affected)}
+    pickers = affected | {x for src, _, dst in old for x in (src, dst)}
+    before = {e.key for e in _inferred_touching(graph, pickers)}
+    if old:
+        graph.delete_edges(sorted(old))
+    edges = expand_shared_participants(graph, sorted(pickers), cfg)
+    if edges:
+        graph.upsert_edges(edges)
+    return len((before - old) | {e.key for e in edges}) - len(before)
+
+
+def _inferred_touching(graph: GraphStore, ids: set[str]) -> list[Edge]:
+    return [e for e in graph.get_edges(sorted(ids), edge_types=list(INFERRED_TYPES)) if e.inferred]

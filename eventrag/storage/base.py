@@ -266,6 +266,11 @@ class GraphStore(Protocol):
         """Insert or merge edges (identity ``(src, type, dst)``) in one transaction; both ends must exist."""
         ...
 
+    def delete_edges(self, keys: Sequence[tuple[str, str, str]]) -> int:
+        """Delete the edges with these identities ``(src, type, dst)`` in one transaction (their nodes
+        stay); returns how many existed. Keys of missing edges are ignored."""
+        ...
+
     def get_nodes(self, ids: Sequence[str]) -> list[Node]:
         """The nodes that exist among ``ids``, in the order of ``ids`` (missing ids skipped)."""
         ...

@@ -22,6 +22,7 @@ from eventrag.storage.base import (
     Expansion,
     GraphStats,
     Node,
+    check_edge_type,
     check_id,
 )
 from eventrag.storage.errors import InvalidInput, MissingNode, StorageError, StoreClosed, StoreUnavailable
@@ -195,6 +196,24 @@ class Neo4jGraphStore(ExpandingStore):
             return len(batch)
 
         return self._write("upsert_edges", work)
+
+    def delete_edges(self, keys: Sequence[tuple[str, str, str]]) -> int:
+        by_type: dict[str, dict[tuple[str, str], dict[str, str]]] = {}
+        for a, t, b in keys:
+            row = {"src": self._uid(check_id(a, "edge end")), "dst": self._uid(check_id(b, "edge end"))}
+            by_type.setdefault(check_edge_type(t), {})[(row["src"], row["dst"])] = row
+        if not by_type:
+            return 0
+
+        def work(tx: neo4j.ManagedTransaction) -> int:
+            deleted = 0
+            for edge_type, rows in by_type.items():
+                query, batch = cy.delete_edges(edge_type), list(rows.values())
+                for i in range(0, len(batch), _ROWS_PER_QUERY):
+                    deleted += tx.run(query, rows=batch[i : i + _ROWS_PER_QUERY]).single()["deleted"]
+            return deleted
+
+        return self._write("delete_edges", work)
 
     def delete_document(self, doc_id: str) -> DeleteResult:
         check_id(doc_id, "doc_id")

@@ -56,6 +56,15 @@ SET r += row.set, r.doc_ids = {_UNION_DOCS.format(v="r")}
 RETURN count(r) AS written"""
 
 
+def delete_edges(edge_type: str) -> str:
+    edge_type = check_edge_type(edge_type)
+    return f"""
+UNWIND $rows AS row
+MATCH (:{BASE_LABEL} {{uid: row.src}})-[r:{edge_type}]->(:{BASE_LABEL} {{uid: row.dst}})
+DELETE r
+RETURN count(r) AS deleted"""
+
+
 GET_NODES = f"""
 UNWIND $uids AS u
 MATCH (n:{BASE_LABEL} {{uid: u}})

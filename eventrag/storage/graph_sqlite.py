@@ -22,6 +22,7 @@ from eventrag.storage.base import (
     Expansion,
     GraphStats,
     Node,
+    check_edge_type,
     check_id,
 )
 from eventrag.storage.errors import InvalidInput, MissingNode, StorageError, StoreClosed, StoreLocked
@@ -210,6 +211,18 @@ class SqliteGraphStore(ExpandingStore):
                 [(d, *k) for k, d in doc_rows],
             )
         return len(batch)
+
+    def delete_edges(self, keys: Sequence[tuple[str, str, str]]) -> int:
+        wanted = [(check_id(a, "edge end"), check_edge_type(t), check_id(b, "edge end")) for a, t, b in keys]
+        if not wanted:
+            return 0
+        with self._tx("delete_edges") as con:
+            nids = self._nids(con, list({i for a, _, b in wanted for i in (a, b)}))
+            rows = [(nids[a], _TYPE_CODE[t], nids[b]) for a, t, b in wanted if a in nids and b in nids]
+            deleted = 0
+            for row in dict.fromkeys(rows):  # edge_docs rows go with their edge (ON DELETE CASCADE)
+                deleted += con.execute("DELETE FROM edges WHERE src = ? AND type = ? AND dst = ?", row).rowcount
+        return deleted
 
     def delete_document(self, doc_id: str) -> DeleteResult:
         check_id(doc_id, "doc_id")

@@ -202,6 +202,20 @@ def test_delete_document(graph: GraphStore) -> None:
     assert graph.count() == (0, 0)
 
 
+def test_delete_edges_by_identity(graph: GraphStore) -> None:
+    chain(graph)
+    graph.upsert_edges([Edge(src="a", dst="b", type="CAUSES", doc_ids=["d1"])])  # a second a->b, other type
+    deleted = graph.delete_edges([("a", "BEFORE", "b"), ("a", "BEFORE", "b"), ("b", "BEFORE", "a"),
+                                  ("c", "BEFORE", "zzz")])  # fmt: skip
+    assert deleted == 1  # the repeated key counts once; reversed and missing keys are not edges
+    assert {(e.src, e.type, e.dst) for e in graph.get_edges(["a"])} == {("a", "CAUSES", "b")}
+    assert len(graph.get_nodes(["a", "b"])) == 2  # the nodes stay
+    assert graph.count() == (5, 4)
+    assert graph.delete_edges([]) == 0
+    with pytest.raises(UnknownEdgeType):
+        graph.delete_edges([("a", "NOT_A_TYPE", "b")])
+
+
 def test_namespaces_isolate(open_graph) -> None:
     tag = uuid.uuid4().hex[:8]
     one, two = open_graph(f"one_{tag}"), open_graph(f"two_{tag}")
