@@ -17,7 +17,7 @@ Graph model
   ``inferred`` stays ``False`` once any upsert said ``False``. Edges need both end nodes to exist
   (``MissingNode`` otherwise). A batch is one transaction: it is written whole or not at all.
 * ``delete_document(doc)`` removes nodes/edges whose only provenance is ``doc`` (with their edges) and
-  strips ``doc`` from the ``doc_ids`` of the others.
+  strips ``doc`` from the ``doc_ids`` of the others; ``delete_edges(keys)`` removes edges by identity.
 * A store is opened on one namespace (workspace); it never sees another namespace's records.
 
 Vector model
@@ -33,14 +33,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol, Self, runtime_checkable
+from typing import Any, Literal, Protocol, Self, get_args, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from eventrag.storage.errors import InvalidInput, UnknownEdgeType, UnknownLabel
+from eventrag.storage.props import check_props
 
 NodeLabel = Literal["Event", "Entity", "Chunk", "Document", "Memory"]
-NODE_LABELS: tuple[str, ...] = ("Event", "Entity", "Chunk", "Document", "Memory")
+NODE_LABELS: tuple[str, ...] = get_args(NodeLabel)
 
 EdgeType = Literal[
     "BEFORE",
@@ -54,24 +55,12 @@ EdgeType = Literal[
     "MENTIONED_IN",
     "SIMILAR_TO",
 ]
-EDGE_TYPES: tuple[str, ...] = (
-    "BEFORE",
-    "AFTER",
-    "CAUSES",
-    "ENABLES",
-    "PART_OF",
-    "PARTICIPATES_IN",
-    "LOCATED_IN",
-    "RELATED_TO",
-    "MENTIONED_IN",
-    "SIMILAR_TO",
-)
+EDGE_TYPES: tuple[str, ...] = get_args(EdgeType)
 Direction = Literal["out", "in", "both"]
 Metric = Literal["COSINE", "IP", "L2"]
 
 MAX_ID_LEN = 512
 INDEXED_PROPS = ("name", "time_start", "time_end")
-_ISO_PREFIX = re.compile(r"^[+-]?\d{4}")
 _FILTER_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 FilterValue = str | int | float | bool
 MetadataFilter = dict[str, FilterValue | list[FilterValue]]
@@ -107,43 +96,6 @@ def check_label(value: str) -> str:
     return value
 
 
-def _check_json(value: Any, where: str) -> None:
-    if value is None or isinstance(value, (str, bool, int)):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise InvalidInput(f"{where}: non-finite float {value!r} cannot be stored")
-        return
-    if isinstance(value, (list, tuple)):
-        for v in value:
-            _check_json(v, where)
-        return
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise InvalidInput(f"{where}: keys must be strings, got {k!r}")
-            _check_json(v, where)
-        return
-    raise InvalidInput(f"{where}: value of type {type(value).__name__} is not JSON-serialisable")
-
-
-def _check_props(props: dict[str, Any]) -> dict[str, Any]:
-    for key, value in props.items():
-        if not isinstance(key, str) or not key or "\x00" in key:
-            raise InvalidInput(f"property keys must be non-empty strings, got {key!r}")
-        _check_json(value, f"property {key!r}")
-    for key in ("time_start", "time_end"):
-        value = props.get(key)
-        if value is not None and (not isinstance(value, str) or not _ISO_PREFIX.match(value)):
-            raise InvalidInput(
-                f"property {key!r} must be an ISO-8601 string (e.g. '2024-05-01'), got {value!r}"
-            )
-    name = props.get("name")
-    if name is not None and not isinstance(name, str):
-        raise InvalidInput(f"property 'name' must be a string, got {name!r}")
-    return props
-
-
 def _check_doc_ids(values: list[str]) -> list[str]:
     return list(dict.fromkeys(check_id(v, "doc_id") for v in values))
 
@@ -159,7 +111,7 @@ class _Record(BaseModel):
     @field_validator("props")
     @classmethod
     def _props(cls, v: dict[str, Any]) -> dict[str, Any]:
-        return _check_props(v)
+        return check_props(v)
 
     @field_validator("doc_ids")
     @classmethod
