@@ -96,13 +96,15 @@ def expand(types: tuple[str, ...] | None, hops: int, direction: str, timed: bool
         if timed
         else ""
     )
-    # each node once, at its shortest hop; only its parent and the edge from the parent travel back
+    # each node once, at its shortest hop, from the parent with the smallest id (then edge type,
+    # direction): not from whichever path the store met first; only its parent and edge travel back
     # (paths are rebuilt client-side from parent pointers, so every path is consistent with the edges)
     return f"""
 MATCH (s:{BASE_LABEL}) WHERE s.uid IN $seeds
 MATCH p = (s){left}[{_rel(types)}*1..{hops}]{right}(n:{BASE_LABEL}){window}
 WITH n, p WHERE NOT n.uid IN $seeds
-WITH n, p ORDER BY length(p)
+WITH n, p, nodes(p)[-2] AS parent, relationships(p)[-1] AS r
+WITH n, p ORDER BY length(p), parent.id, type(r), startNode(r) = parent DESC
 WITH n, head(collect(p)) AS p
 WITH n, p, length(p) AS hop ORDER BY hop, n.id LIMIT $limit
 WITH n, hop, nodes(p)[-2] AS parent, relationships(p)[-1] AS r

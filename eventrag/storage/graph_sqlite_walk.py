@@ -2,8 +2,9 @@
 
 The recursive CTE ``walk(nid, hop, parent, step, eid)`` is a breadth-first frontier: ``UNION``
 deduplicates identical rows, SQLite's FIFO queue keeps hops in order, and a row cap bounds work on hubs.
-``GROUP BY nid`` with ``min(hop)`` picks each node's shortest hop and (SQLite bare-column rule) the
-parent/edge of that same row; paths are rebuilt from those parent pointers.
+Each node keeps its shortest hop and, among the rows at that hop, the parent with the smallest public
+id (then edge type, direction) — never a choice that depends on row ids, i.e. on the order things were
+written; paths are rebuilt from those parent pointers.
 """
 
 from __future__ import annotations
@@ -60,15 +61,21 @@ def walk(con: sqlite3.Connection, namespace: str, seed_nids: dict[str, int], req
         + " LIMIT ?)"
     )
     params.append(MAX_WALK_ROWS)
-    having = "" if req.include_seeds else " HAVING min(w.hop) > 0"
+    having = "" if req.include_seeds else " AND hop > 0"
     tail = " LIMIT ?" if req.limit else ""
     if req.limit:
         params.append(req.limit)
     docs = "(SELECT json_group_array(doc_id) FROM {t} x WHERE x.{k} = {v})"
+    # each node at its shortest hop, reached from the parent with the smallest public id (then edge
+    # type and direction): the same choice whatever order the rows were written in
     rows = con.execute(
-        f"""{cte}, best AS (
-                SELECT w.nid, min(w.hop) AS hop, w.parent, w.step, w.eid, n.id, n.label, n.props
-                FROM walk w JOIN nodes n ON n.nid = w.nid GROUP BY w.nid{having} ORDER BY 2, n.id{tail})
+        f"""{cte}, ranked AS (
+                SELECT w.nid, w.hop, w.parent, w.step, w.eid, n.id, n.label, n.props,
+                       row_number() OVER (PARTITION BY w.nid ORDER BY w.hop, p.id, w.step) AS rn
+                FROM walk w JOIN nodes n ON n.nid = w.nid LEFT JOIN nodes p ON p.nid = w.parent),
+            best AS (
+                SELECT nid, hop, parent, step, eid, id, label, props FROM ranked
+                WHERE rn = 1{having} ORDER BY hop, id{tail})
             SELECT b.nid, b.hop, b.parent, b.step, b.id, b.label, b.props, {docs.format(t="node_docs", k="nid", v="b.nid")},
                    e.inferred, e.props, {docs.format(t="edge_docs", k="eid", v="b.eid")}
             FROM best b LEFT JOIN edges e ON e.eid = b.eid ORDER BY b.hop, b.id""",

@@ -166,6 +166,24 @@ def test_expand_limit_keeps_nearest(graph: GraphStore) -> None:
     assert [(n.node.id, n.hop) for n in res.nodes] == [("a", 0), ("b", 1), ("c", 2)]
 
 
+def test_expand_paths_do_not_depend_on_write_order(graph: GraphStore) -> None:
+    """A node reached by two shortest paths keeps the one through the parent with the smallest id,
+    however the store was filled (an incremental index and a clean one write rows in other orders)."""
+    nodes = [ev(i, "2020-01-01") for i in ("s", "a", "b", "t")]
+    edges = [Edge(src="s", dst="a", type="BEFORE"), Edge(src="s", dst="b", type="BEFORE"),
+             Edge(src="a", dst="t", type="BEFORE"), Edge(src="b", dst="t", type="CAUSES")]  # fmt: skip
+    seen = []
+    for order in (slice(None), slice(None, None, -1)):
+        graph.clear()
+        graph.upsert_nodes(nodes[order])
+        for e in edges[order]:
+            graph.upsert_edges([e])
+        res = graph.expand(["s"], hops=2, limit=4)
+        seen.append([(n.node.id, n.path, n.path_edges) for n in res.nodes])
+    assert seen[0] == seen[1]
+    assert ("t", ["s", "a", "t"], ["BEFORE>", "BEFORE>"]) in seen[0]
+
+
 def test_neighbors(graph: GraphStore) -> None:
     chain(graph)
     res = graph.neighbors(["b"])
