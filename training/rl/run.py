@@ -47,6 +47,7 @@ from training.common.time_budget import TimeBudget
 from training.config import RLRunConfig
 from training.rl.env import ResearchEnv, research_reward
 from training.rl.schedule import Scheduler, cluster_questions
+from training.rl.tool_parse import with_text_call_repair
 from training.sft.data import TrainingQuestion
 from training.sft.train import ensure_model, last_checkpoint, peft_config
 
@@ -218,6 +219,8 @@ def build_rl_trainer(
     if model is None or tokenizer is None:
         model, tokenizer = load_model_and_tokenizer(ensure_model(cfg.model), dtype=cfg.model.dtype)
     counter = HFChatModel(tokenizer, name="policy-tokenizer")
+    specs = ResearchEnv(backend, counter, cfg.env)._tool_specs()
+    tokenizer = with_text_call_repair(tokenizer, [s.name for s in specs])  # the calls inference would run
     scheduler = None
     if cfg.schedule.enabled:
         labels = cluster_questions(
@@ -244,7 +247,7 @@ def build_rl_trainer(
         **kwargs,
     )
     trainer.eventfold_scheduler = scheduler
-    render_registry_schemas(trainer, ResearchEnv(backend, counter, cfg.env)._tool_specs())
+    render_registry_schemas(trainer, specs)
     return trainer
 
 

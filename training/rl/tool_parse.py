@@ -1,0 +1,49 @@
+"""Tool calls in RL rollouts are read the way the agent reads them at inference.
+
+TRL's rollout loop only executes calls its chat-template parser finds (`<tool_call>…</tool_call>` for
+Qwen). The agent at inference also accepts a call the model wrote as plain JSON
+(`{"name": "search", "arguments": {…}}`, `agent.tools.repair.parse_text_call`) — and that is what the
+packaged 0.5B student writes: measured on the CPU experiment, every turn of every rollout was plain
+JSON, so no tool ever ran, every episode got the same format penalty, every GRPO group was
+degenerate and RL changed nothing (loss 0, grad norm 0 at each step). `with_text_call_repair`
+gives the tokenizer's `parse_response` the agent's fallback, so a rollout is scored on the calls
+inference would execute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from agent.tools.repair import parse_text_call
+
+
+def with_text_call_repair(tokenizer: Any, tool_names: Iterable[str]) -> Any:
+    """`tokenizer` with its `parse_response` falling back to the agent's plain-JSON call repair when
+    the template's parser finds no tool call (mutates and returns `tokenizer`)."""
+    native = tokenizer.parse_response
+    if getattr(native, "eventfold_repair", False):
+        return tokenizer
+    names = list(tool_names)
+
+    def parse_response(ids: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            parsed = native(ids, *args, **kwargs)
+        except (ValueError, TypeError):  # malformed template output: TRL decodes it as plain text
+            parsed = None
+            text = ids if isinstance(ids, str) else tokenizer.decode(ids, skip_special_tokens=True)
+            if parse_text_call(text, names) is None:
+                raise
+        if parsed is not None and (not isinstance(parsed, dict) or parsed.get("tool_calls")):
+            return parsed
+        content = str(parsed.get("content") or "") if parsed is not None else text
+        call = parse_text_call(content, names)
+        if call is None:
+            return parsed
+        function = {"name": call.name, "arguments": call.arguments}
+        return {"role": "assistant", **(parsed or {}), "content": "",
+                "tool_calls": [{"type": "function", "function": function}]}  # fmt: skip
+
+    parse_response.eventfold_repair = True  # type: ignore[attr-defined]
+    tokenizer.parse_response = parse_response
+    return tokenizer
