@@ -16,7 +16,6 @@ so a single-vector search costs O(rows) regardless of the index; pass many query
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
@@ -40,7 +39,7 @@ logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
 from pymilvus import DataType, MilvusClient, MilvusException  # noqa: E402
 from pymilvus.exceptions import ConnectionConfigException, MilvusUnavailableException  # noqa: E402
 
-from eventfold.llm.retry import call_with_retries  # noqa: E402
+from eventrag.storage import milvus_lite as lite  # noqa: E402  (after the gRPC settings above)
 from eventrag.storage.base import MAX_ID_LEN, MetadataFilter, Metric, VectorHit, VectorRecord, check_filter
 from eventrag.storage.checks import check_ids
 from eventrag.storage.errors import (
@@ -89,79 +88,6 @@ def _ids_filter(ids: Sequence[str]) -> str:
     return "id in [" + ", ".join(_literal(i) for i in ids) + "]"
 
 
-def _lock_holder(path: Path) -> str | None:
-    """If another process holds Milvus Lite's lock on ``path``, the lock file's path."""
-    lock = path / "LOCK"
-    if not lock.exists():
-        return None
-    fd = os.open(lock, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    except OSError:
-        return str(lock)
-    finally:
-        os.close(fd)
-
-
-# pymilvus pings every 10 s even while idle; Milvus Lite's gRPC server (Python defaults) allows one
-# ping per 5 min without data and answers the third with GOAWAY "too_many_pings", after which every new
-# client on that server (and the idle one) fails to reconnect for a while. An in-process server needs
-# no keepalive: ping only while calls are in flight, and no more often than the server permits.
-_LITE_GRPC = {"grpc.keepalive_permit_without_calls": 0, "grpc.keepalive_time_ms": 300_000}
-_CONNECT_RETRIES = 2
-
-
-def _connect(uri: str, token: str | None, lite: bool) -> MilvusClient:
-    """A client, retried twice with backoff on a failed connect (a server restarting, a channel still
-    in GOAWAY); the last failure propagates. The project's one retry loop, which logs no URI."""
-    extra: dict[str, Any] = {"grpc_options": dict(_LITE_GRPC)} if lite else {}
-    return call_with_retries(
-        lambda: MilvusClient(uri=uri, token=token or "", **extra),
-        max_retries=_CONNECT_RETRIES,
-        base_delay_s=1.0,
-        retryable=lambda exc: isinstance(exc, ConnectionConfigException | MilvusException),
-        what="connecting to Milvus",
-    )
-
-
-# Milvus Lite runs one embedded server per data directory per process (milvus_lite's own registry);
-# count this module's open stores per directory so the last close() stops it and frees the lock.
-_LITE_USERS: dict[str, int] = {}
-_LITE_GUARD = threading.Lock()
-
-
-def _release_lite(path: str) -> None:
-    with _LITE_GUARD:
-        _LITE_USERS[path] -= 1
-        if _LITE_USERS[path] > 0:
-            return
-        del _LITE_USERS[path]
-    from milvus_lite.server_manager import server_manager_instance
-
-    server_manager_instance.release_server(path)
-
-
-def _drain_lite_background(path: str, name: str, timeout_s: float) -> None:
-    """Wait for Milvus Lite's background compaction + index build after a flush. Until it finishes,
-    searches scan unindexed segments (~10x slower) and ``describe_index`` already says "Finished".
-    Uses milvus_lite's in-process objects (no public API for it); best effort if they change."""
-    try:
-        from milvus_lite.server_manager import server_manager_instance
-
-        entry = server_manager_instance._servers.get(path)
-        if entry is not None:
-            entry[1].get_collection(name)._wait_for_bg(timeout_s)
-    except (
-        AttributeError,
-        KeyError,
-        TypeError,
-        LookupError,
-    ) as exc:  # pragma: no cover - lite internals moved
-        logger.debug("cannot wait for Milvus Lite background work: %s", exc)
-
-
 class MilvusVectorStore:
     """``VectorStore`` on Milvus Lite or a Milvus server."""
 
@@ -193,9 +119,9 @@ class MilvusVectorStore:
         self._info: dict[str, tuple[int, str]] = {}  # collection -> (dim, metric), loaded
         self._dirty: set[str] = set()
         try:
-            self._client: MilvusClient | None = _connect(uri, token, self.is_lite)
+            self._client: MilvusClient | None = lite.connect(uri, token, self.is_lite)
         except (ConnectionConfigException, MilvusException) as exc:
-            holder = _lock_holder(Path(uri)) if self.is_lite and uri not in _LITE_USERS else None
+            holder = lite.lock_holder(Path(uri)) if self.is_lite and not lite.lite_in_use(uri) else None
             if holder:
                 raise StoreLocked(
                     f"Milvus Lite data directory {uri} is in use by another process (lock {holder}); "
@@ -203,8 +129,7 @@ class MilvusVectorStore:
                 ) from exc
             raise StoreUnavailable(f"cannot open Milvus at {uri}: {exc}") from exc
         if self.is_lite:
-            with _LITE_GUARD:
-                _LITE_USERS[uri] = _LITE_USERS.get(uri, 0) + 1
+            lite.acquire_lite(uri)
 
     # ------------------------------------------------------------------ plumbing
     @contextmanager
@@ -439,7 +364,7 @@ class MilvusVectorStore:
             c.flush(name)
             self._dirty.discard(name)
             if self.is_lite:
-                _drain_lite_background(self.uri, name, wait_index_s)
+                lite.drain_lite_background(self.uri, name, wait_index_s)
             deadline = time.monotonic() + wait_index_s
             while time.monotonic() < deadline:
                 info = c.describe_index(name, "vector")
@@ -456,7 +381,7 @@ class MilvusVectorStore:
                 self._client.close()
                 self._client = None
                 if self.is_lite:
-                    _release_lite(self.uri)
+                    lite.release_lite(self.uri)
 
     def __enter__(self) -> Self:
         return self
