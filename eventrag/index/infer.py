@@ -116,7 +116,8 @@ def refresh_inferred(graph: GraphStore, new_event_ids: Sequence[str], touched_en
         return 0
     old = {e.key for e in _inferred_touching(graph, affected)}
     pickers = affected | {x for src, _, dst in old for x in (src, dst)}
-    before = {e.key for e in _inferred_touching(graph, pickers)}
+    neighbours = pickers - affected  # only their other inferred edges are still unknown
+    before = old | ({e.key for e in _inferred_touching(graph, neighbours)} if neighbours else set())
     if old:
         graph.delete_edges(sorted(old))
     edges = expand_shared_participants(graph, sorted(pickers), cfg)
