@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from agent.tools.repair import parse_text_call
+from eventfold.llm.types import ToolCall
 
 
 def with_text_call_repair(tokenizer: Any, tool_names: Iterable[str]) -> Any:
@@ -30,20 +31,22 @@ def with_text_call_repair(tokenizer: Any, tool_names: Iterable[str]) -> Any:
         try:
             parsed = native(ids, *args, **kwargs)
         except (ValueError, TypeError):  # malformed template output: TRL decodes it as plain text
-            parsed = None
             text = ids if isinstance(ids, str) else tokenizer.decode(ids, skip_special_tokens=True)
-            if parse_text_call(text, names) is None:
+            call = parse_text_call(text, names)
+            if call is None:
                 raise
-        if parsed is not None and (not isinstance(parsed, dict) or parsed.get("tool_calls")):
+            return _with_call({"role": "assistant"}, call)
+        if not isinstance(parsed, dict) or parsed.get("tool_calls"):
             return parsed
-        content = str(parsed.get("content") or "") if parsed is not None else text
-        call = parse_text_call(content, names)
-        if call is None:
-            return parsed
-        function = {"name": call.name, "arguments": call.arguments}
-        return {"role": "assistant", **(parsed or {}), "content": "",
-                "tool_calls": [{"type": "function", "function": function}]}  # fmt: skip
+        call = parse_text_call(str(parsed.get("content") or ""), names)
+        return parsed if call is None else _with_call(parsed, call)
 
     parse_response.eventfold_repair = True  # type: ignore[attr-defined]
     tokenizer.parse_response = parse_response
     return tokenizer
+
+
+def _with_call(parsed: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """`parsed` as TRL's parser would return it had the call been written in the template's format."""
+    function = {"name": call.name, "arguments": call.arguments}
+    return {**parsed, "content": "", "tool_calls": [{"type": "function", "function": function}]}
