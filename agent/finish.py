@@ -4,7 +4,7 @@
   contains the answer, or yes/no).
 - Otherwise (step cap, failing calls, every sub-question has evidence, an unsupported answer) the
   reader (`agent.reader`, the same reader as `eval --mode naive`) answers from the best collected
-  evidence; only when it finds nothing does an unsupported model answer stay, marked as such.
+  evidence, given the sub-questions' answers found by chained reading (`agent.chain`); only when it finds nothing does an unsupported model answer stay, marked as such.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def reader_answer(run: RunState, model: ChatModel, options: RunOptions, embed: E
             resp = counted_chat(
                 run,
                 model,
-                reader_messages(run.question, passages, embed),
+                reader_messages(run.question, passages, embed, facts=run.plan.facts()),
                 temperature=0.0,
                 max_tokens=options.answer_max_tokens,
             )

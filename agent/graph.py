@@ -4,7 +4,9 @@
                                \\-> finish (reader) -> report
 
 - plan: the question is decomposed into sub-questions (`agent.plan`) kept in the state and shown in
-  the status line; a first search for the whole question opens the trajectory (step 1, kind "seed").
+  the status line; a first search for the whole question opens the trajectory (step 1, kind "seed");
+  with auto_search each sub-question is searched too, and with chain its answer is read before the
+  next one's search, which carries it (`agent.chain`).
 - guard: the budget guard. With folding on, if the rendered context exceeds the budget it folds the
   oldest unfolded span (never the newest `keep_recent_steps`), counted as a guard fold.
 - agent: renders the context (pure) plus the status line, asks the model for one tool call; the
@@ -27,6 +29,7 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 
 from agent import prompts
+from agent.chain import answer_sub_question, chained_query
 from agent.finish import reader_answer
 from agent.focus import backend_embed
 from agent.llm import ChatModel, LLMError, Message, ToolCall, ToolSpec
@@ -101,11 +104,13 @@ class AgentGraph:
         _emit({"type": "plan", "sub_questions": [s.text for s in run.plan.sub_questions], "by_llm": run.plan.by_llm})
         subs, auto = run.plan.sub_questions, self.options.auto_search
         single = [s.text for s in subs] == [run.question]  # no hops beyond the question itself
-        queries: list[tuple[str, int | None]] = [(run.question, 1 if auto and single else None)]
-        if auto and not single:
-            queries += [(sq.text, sq.id) for sq in subs]
-        for query, sq_id in queries:
-            self._seed_search(run, query, sq_id)
+        self._seed_search(run, run.question, 1 if auto and single else None)
+        for sq in subs if auto and not single else []:
+            chained = self.options.chain
+            self._seed_search(run, chained_query(run, sq) if chained else sq.text, sq.id)
+            if chained:
+                answer = answer_sub_question(run, sq, self.deps.model, self.options, backend_embed(self.deps.backend))
+                _emit({"type": "sub_answer", "sub_question": sq.id, "answer": answer})
         return run.to_graph()
 
     def _seed_search(self, run: RunState, query: str, sq_id: int | None) -> None:

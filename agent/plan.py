@@ -30,6 +30,7 @@ class SubQuestion(BaseModel):
     text: str
     evidence: list[str] = Field(default_factory=list)  # chunk ids, best first
     steps: list[int] = Field(default_factory=list)  # steps that served it
+    answer: str | None = None  # the reader's short answer to it (chained reading), None if none found
 
     @property
     def done(self) -> bool:
@@ -45,6 +46,10 @@ class Plan(BaseModel):
 
     def open(self) -> list[SubQuestion]:
         return [s for s in self.sub_questions if not s.done]
+
+    def facts(self, before: int | None = None) -> list[tuple[str, str]]:
+        """(sub-question, answer) of the answered sub-questions (those before id `before` if given)."""
+        return [(s.text, s.answer) for s in self.sub_questions if s.answer and (before is None or s.id < before)]
 
     @property
     def complete(self) -> bool:
@@ -67,13 +72,20 @@ def _key(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
+def _restates(text: str, question: str) -> bool:
+    """`text` is the question again, give or take a word ("What company made ..." for "Which company
+    made ..."): a small model's plan often opens so, and a chain cannot start from it."""
+    a, b = set(_key(text).split()), set(_key(question).split())
+    return bool(a) and len(a & b) / len(a | b) >= 0.8
+
+
 def clean_sub_questions(question: str, candidates: list[str]) -> list[str]:
     """Distinct, non-empty sub-questions other than the question itself (at most three)."""
     seen = {_key(question)}
     out = []
     for cand in candidates:
         text = " ".join(cand.split()).strip()
-        if len(text) < 4 or _key(text) in seen:
+        if len(text) < 4 or _key(text) in seen or _restates(text, question):
             continue
         seen.add(_key(text))
         out.append(text)

@@ -18,12 +18,25 @@ from agent.state import Evidence, RunState
 from eventfold.llm.types import ChatModel, ChatResponse, Message
 
 
-def reader_messages(question: str, passages: Sequence[Passage], embed: Embed | None = None) -> list[Message]:
+def reader_messages(
+    question: str,
+    passages: Sequence[Passage],
+    embed: Embed | None = None,
+    facts: Sequence[tuple[str, str]] = (),
+) -> list[Message]:
+    """The reader's prompt: the focused sentences of `passages`, after the `facts` (sub-question,
+    answer) already found; the facts' answers also steer which sentences are chosen (the bridge)."""
+    steer = " ".join([question, *(answer for _, answer in facts)])
     lines = [
         prompts.SENTENCE_LINE.format(n=i, title=s.title, text=s.text)
-        for i, s in enumerate(focus(question, passages, embed=embed), 1)
+        for i, s in enumerate(focus(steer, passages, embed=embed), 1)
     ]
-    user = prompts.READER_USER.format(sentences="\n".join(lines) or "(none)", question=question)
+    known = "\n".join(prompts.FACT_LINE.format(question=q, answer=a) for q, a in facts)
+    user = prompts.READER_USER.format(
+        sentences="\n".join(lines) or "(none)",
+        question=question,
+        facts=prompts.FACTS_BLOCK.format(lines=known) if known else "",
+    )
     return [Message(role="system", content=prompts.READER_SYSTEM), Message(role="user", content=user)]
 
 

@@ -123,8 +123,10 @@ def build_report(run: RunState, model_name: str = "", mode: str = "full") -> str
         lines += [neutralize(body).strip(), ""]
     if mode != "short":
         lines += ["## Findings", ""]
-        for i, (question, rows) in enumerate(findings(run), 1):
-            lines.append(f"### {i}. {neutralize(question)}")
+        for sq, (question, rows) in zip(run.plan.sub_questions, findings(run)):
+            lines.append(f"### {sq.id}. {neutralize(question)}")
+            if sq.answer:
+                lines.append(f"- **Found:** {_quote(sq.answer, 200)}")
             lines += [f"- {_quote(s, 300)} [c:{ev.chunk_id}]" for s, ev in rows] or ["- (no evidence found)"]
             lines.append("")
         for _, rows in findings(run):

@@ -49,6 +49,7 @@ class Counters(BaseModel):
     evaluated_prompt_tokens: int = 0  # of those, the ones the model evaluated (not reused from its KV cache)
     completion_tokens: int = 0
     reader_calls: int = 0  # final answers written by the reader over the collected evidence
+    chain_reads: int = 0  # sub-questions answered by the reader in turn (chained reading)
     peak_context_tokens: int = 0
     final_context_tokens: int = 0
     context_samples: list[int] = Field(default_factory=list)  # rendered prompt size at each agent call

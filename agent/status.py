@@ -8,6 +8,7 @@ from __future__ import annotations
 from agent import prompts
 from agent.leads import leads
 from agent.state import RunState
+from agent.tools.context import neutralize
 from agent.tools.fold import describe_targets
 from eventfold.run_options import RunOptions
 
@@ -17,7 +18,8 @@ def plan_lines(run: RunState) -> list[str]:
     for sq in run.plan.sub_questions:
         if sq.done:
             ids = ", ".join(f"c:{c}" for c in sq.evidence[:3])
-            lines.append(f"  {sq.id}. [done: {ids}] {sq.text}")
+            found = f" -> {neutralize(sq.answer)}" if sq.answer else ""
+            lines.append(f"  {sq.id}. [done: {ids}] {sq.text}{found}")
         else:
             lines.append(f"  {sq.id}. [open] {sq.text}")
     return lines

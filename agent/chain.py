@@ -1,0 +1,52 @@
+"""Chained reading: the plan's sub-questions answered one after another, each answer carried forward.
+
+A 1.5B reader shown both halves of a bridge ("the S2 units were fitted with the LS-7", "a contract with
+Lindqvist Sensorteknik for its LS-7") still answers the question's first hop ("HTI"). Asked one hop
+at a time it gets each right: the first sub-question's answer ("LS-7") joins the second sub-question's
+search and is given to its reader as a fact found so far, as self-ask and IRCoT do for larger models.
+The final reader then sees every sub-answer before the sentences (`agent.finish`).
+
+- `chained_query`: a sub-question's search query, with the answers found before it;
+- `answer_sub_question`: one reader call over the sub-question's own evidence (`SubQuestion.answer`,
+  None when the reader finds nothing).
+"""
+
+from __future__ import annotations
+
+from agent.focus import Embed
+from agent.llm import ChatModel, LLMError
+from agent.plan import SubQuestion
+from agent.reader import first_line, is_insufficient, reader_messages
+from agent.state import Evidence, RunState
+from agent.tools.context import counted_chat
+from eventfold.run_options import RunOptions
+
+
+def chained_query(run: RunState, sq: SubQuestion) -> str:
+    """`sq`'s text followed by the answers of the sub-questions before it (the names a search for
+    "Which company made that element?" needs)."""
+    found = [answer for _, answer in run.plan.facts(before=sq.id) if answer.lower() not in sq.text.lower()]
+    return " ".join([sq.text, *found])
+
+
+def sub_question_passages(run: RunState, sq: SubQuestion, k: int) -> list[Evidence]:
+    """The passages for `sq`'s reader: its own evidence in rank order, at most `k`."""
+    return [run.evidence[c] for c in sq.evidence if c in run.evidence][:k]
+
+
+def answer_sub_question(
+    run: RunState, sq: SubQuestion, model: ChatModel, options: RunOptions, embed: Embed | None = None
+) -> str | None:
+    """Read `sq`'s answer from its evidence, given the earlier sub-answers (sets `sq.answer`)."""
+    passages = sub_question_passages(run, sq, options.reader_k)
+    if not passages:
+        return None
+    messages = reader_messages(sq.text, passages, embed, facts=run.plan.facts(before=sq.id))
+    try:
+        resp = counted_chat(run, model, messages, temperature=0.0, max_tokens=options.answer_max_tokens)
+    except LLMError:  # no sub-answer: the final reader still reads the evidence
+        return None
+    run.counters.chain_reads += 1
+    answer = first_line(resp.text)
+    sq.answer = None if is_insufficient(answer) else answer[:200]
+    return sq.answer
