@@ -100,7 +100,8 @@ class AgentGraph:
         def chat(messages: list[Message], **kwargs: Any) -> Any:
             return counted_chat(run, self.deps.model, messages, **kwargs)
 
-        run.plan = make_plan(run.question, self.options.plan, chat)
+        chained = self.options.chain and self.options.auto_search
+        run.plan = make_plan(run.question, self.options.plan, chat, chain=chained)
         _emit({"type": "plan", "sub_questions": [s.text for s in run.plan.sub_questions], "by_llm": run.plan.by_llm})
         subs, auto = run.plan.sub_questions, self.options.auto_search
         single = [s.text for s in subs] == [run.question]  # no hops beyond the question itself

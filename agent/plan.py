@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, Field
 
-from agent.prompts import PLAN_SCHEMA, PLAN_SYSTEM
+from agent.prompts import PLAN_SCHEMA, PLAN_SYSTEM, PLAN_SYSTEM_CHAIN
 from eventfold.llm.types import ChatResponse, LLMError, Message
 from eventfold.run_options import PlanMode
 from eventrag.query.decompose import rule_decompose
@@ -79,38 +79,40 @@ def _restates(text: str, question: str) -> bool:
     return bool(a) and len(a & b) / len(a | b) >= 0.8
 
 
-def clean_sub_questions(question: str, candidates: list[str]) -> list[str]:
-    """Distinct, non-empty sub-questions other than the question itself (at most three)."""
+def clean_sub_questions(question: str, candidates: list[str], *, near: bool = False) -> list[str]:
+    """Distinct, non-empty sub-questions other than the question itself (at most three); with `near`,
+    also none that restates the question with a word or two changed."""
     seen = {_key(question)}
     out = []
     for cand in candidates:
         text = " ".join(cand.split()).strip()
-        if len(text) < 4 or _key(text) in seen or _restates(text, question):
+        if len(text) < 4 or _key(text) in seen or (near and _restates(text, question)):
             continue
         seen.add(_key(text))
         out.append(text)
     return out[:MAX_SUB_QUESTIONS]
 
 
-def make_plan(question: str, mode: PlanMode, chat: ChatFn | None = None) -> Plan:
-    """The plan of `question`; a single sub-question (the question) when decomposition finds no hops."""
+def make_plan(question: str, mode: PlanMode, chat: ChatFn | None = None, *, chain: bool = False) -> Plan:
+    """The plan of `question`; a single sub-question (the question) when decomposition finds no hops.
+    `chain`: the plan for chained reading (one fact per sub-question, restatements dropped)."""
     if mode == "off":
         return Plan()
     by_llm = False
     candidates = rule_decompose(question).sub_queries
     if mode == "llm" and chat is not None:
-        llm_subs = llm_sub_questions(chat, question)
+        llm_subs = llm_sub_questions(chat, question, PLAN_SYSTEM_CHAIN if chain else PLAN_SYSTEM)
         if llm_subs is not None:
             candidates, by_llm = llm_subs, True
-    subs = clean_sub_questions(question, candidates)
+    subs = clean_sub_questions(question, candidates, near=chain)
     if len(subs) < 2:  # one hop is the question itself: no plan to follow beyond it
         subs = [question]
     return Plan(sub_questions=[SubQuestion(id=i, text=t) for i, t in enumerate(subs, 1)], by_llm=by_llm)
 
 
-def llm_sub_questions(chat: ChatFn, question: str) -> list[str] | None:
+def llm_sub_questions(chat: ChatFn, question: str, system: str = PLAN_SYSTEM) -> list[str] | None:
     """The model's sub-questions (one JSON-constrained call), None when the call fails."""
-    messages = [Message(role="system", content=PLAN_SYSTEM), Message(role="user", content=question)]
+    messages = [Message(role="system", content=system), Message(role="user", content=question)]
     try:
         resp = chat(messages, json_schema=PLAN_SCHEMA, temperature=0.0, max_tokens=120)
     except LLMError:

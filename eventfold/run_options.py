@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # Settings nests RunOptions: only the annotation refers back 
 
 ReportMode = Literal["short", "full", "long"]
 PlanMode = Literal["llm", "rules", "off"]  # sub-questions by one LLM call, by rules, or no plan
-RESEARCH_SCAFFOLD: dict[str, Any] = {"plan": "llm", "verify_answer": True, "auto_search": True, "chain": True}
+RESEARCH_SCAFFOLD: dict[str, Any] = {"plan": "llm", "verify_answer": True, "auto_search": True}
 
 
 class AgentInputError(ValueError):
@@ -40,7 +40,9 @@ class RunOptions(BaseModel):
     # queries, at one model call each); the model then acts on what they found
     auto_search: bool = False
     # with auto_search: the reader answers each sub-question in turn, its answer joining the next
-    # sub-question's search and the final reader's prompt (`agent.chain`: one reader call per hop)
+    # sub-question's search and the final reader's prompt (`agent.chain`: one reader call per hop, a
+    # one-fact-per-hop plan). Off by default: on 24 questions it won one on MuSiQue, lost three on
+    # HotpotQA and doubled the time (bench/results/agent_chain/); turn on with EVENTFOLD_RUN__CHAIN=true
     chain: bool = False
     keep_recent_steps: int = Field(1, ge=0, le=50)  # the budget guard never folds the newest steps
     search_top_k: int = Field(5, ge=1, le=100)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from agent_doubles import ScriptedChatModel
 
 from agent.graph import AgentDeps
+from agent.prompts import PLAN_SYSTEM, PLAN_SYSTEM_CHAIN
 from agent.runner import run_agent
 from eventfold.run_options import RunOptions
 
@@ -29,6 +30,7 @@ def test_each_hop_answer_joins_the_next_search_and_the_readers(backend):
     res = run_agent(Q, AgentDeps(model, backend), _opts(), on_event=events.append)
     run = res.run
     assert [sq.answer for sq in run.plan.sub_questions] == ["Warsaw", "the Vistula"]
+    assert model.calls[0]["messages"][0].content == PLAN_SYSTEM_CHAIN  # one fact per hop
     # the second hop's search carries the first hop's answer
     assert backend.queries[:3] == [Q, PLAN["sub_questions"][0], "Which river flows through that city? Warsaw"]
     first, second, final = _reader_prompts(model)
@@ -60,6 +62,7 @@ def test_an_unanswered_hop_carries_nothing_and_chain_off_reads_no_hops(backend):
     assert backend.queries == [Q, *PLAN["sub_questions"]]
     assert run.counters.chain_reads == 0 and all(sq.answer is None for sq in run.plan.sub_questions)
     assert "Found so far" not in _reader_prompts(model)[-1]
+    assert model.calls[0]["messages"][0].content == PLAN_SYSTEM
 
 
 def test_a_sub_question_that_restates_the_question_is_dropped():
@@ -67,7 +70,9 @@ def test_a_sub_question_that_restates_the_question_is_dropped():
 
     q = "Which company made the pressure element fitted in the S2 units recalled in 2015?"
     again = "What company made the pressure element fitted in the S2 units recalled in 2015?"
-    assert clean_sub_questions(q, [again, "When were the S2 units recalled?"]) == ["When were the S2 units recalled?"]
-    assert clean_sub_questions(q, ["Which element was fitted in the S2 units?"]) == [
+    when = "When were the S2 units recalled?"
+    assert clean_sub_questions(q, [again, when], near=True) == [when]
+    assert clean_sub_questions(q, [again, when]) == [again, when]  # the default plan keeps it
+    assert clean_sub_questions(q, ["Which element was fitted in the S2 units?"], near=True) == [
         "Which element was fitted in the S2 units?"
     ]

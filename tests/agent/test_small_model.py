@@ -142,14 +142,14 @@ def test_research_options_search_every_sub_question_first_then_the_model_acts_on
     from eventfold.settings import Settings
 
     opts = Opts.for_research(Settings())
-    assert (opts.plan, opts.verify_answer, opts.auto_search, opts.chain) == ("llm", True, True, True)
+    assert (opts.plan, opts.verify_answer, opts.auto_search, opts.chain) == ("llm", True, True, False)
     model = ScriptedChatModel([("answer", {"answer": "Warsaw", "citations": ["d1#0"]})], json_replies=[PLAN])
     res = run_agent(Q, AgentDeps(model, backend), opts)
     run = res.run
     assert [s.kind for s in run.steps] == ["seed", "seed", "seed", "action"]
     assert [sq.steps for sq in run.plan.sub_questions] == [[2], [3]] and run.plan.complete
     assert run.status == "answered" and run.answer_source == "model"
-    assert (run.counters.llm_calls, run.counters.chain_reads) == (4, 2)  # plan, two hop reads, one turn
+    assert (run.counters.llm_calls, run.counters.chain_reads) == (2, 0)  # plan, one turn
     status = [c for c in model.calls if c["tools"]][0]["messages"][-1].content
     assert "next: every sub-question has evidence" in status
 
