@@ -4,7 +4,8 @@
   contains the answer, or yes/no).
 - Otherwise (step cap, failing calls, every sub-question has evidence, an unsupported answer) the
   reader (`agent.reader`, the same reader as `eval --mode naive`) answers from the best collected
-  evidence, given the sub-questions' answers found by chained reading (`agent.chain`); only when it finds nothing does an unsupported model answer stay, marked as such.
+  evidence, given the sub-questions' answers found by chained reading (`agent.chain`); only when it
+  finds nothing does an unsupported model answer stay, marked as such.
 """
 
 from __future__ import annotations

@@ -106,11 +106,11 @@ class AgentGraph:
         subs, auto = run.plan.sub_questions, self.options.auto_search
         single = [s.text for s in subs] == [run.question]  # no hops beyond the question itself
         self._seed_search(run, run.question, 1 if auto and single else None)
+        embed = backend_embed(self.deps.backend) if chained else None
         for sq in subs if auto and not single else []:
-            chained = self.options.chain
             self._seed_search(run, chained_query(run, sq) if chained else sq.text, sq.id)
             if chained:
-                answer = answer_sub_question(run, sq, self.deps.model, self.options, backend_embed(self.deps.backend))
+                answer = answer_sub_question(run, sq, self.deps.model, self.options, embed)
                 _emit({"type": "sub_answer", "sub_question": sq.id, "answer": answer})
         return run.to_graph()
 
