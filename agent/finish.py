@@ -2,6 +2,8 @@
 
 - The model's `answer` call stands when it rests on evidence (a valid citation, or a seen chunk that
   contains the answer, or yes/no).
+- A temporal question ("which came first", "how many years after") is answered from its sides' dated
+  sentences when both are found (`agent.temporal`): exact arithmetic a small model gets wrong.
 - Otherwise (step cap, failing calls, every sub-question has evidence, an unsupported answer) the
   reader (`agent.reader`, the same reader as `eval --mode naive`) answers from the best collected
   evidence, given the sub-questions' answers found by chained reading (`agent.chain`); only when it
@@ -14,6 +16,7 @@ from agent.llm import ChatModel, LLMError, Message
 from agent.focus import Embed
 from agent.reader import best_evidence, first_line, is_insufficient, reader_messages
 from agent.state import RunState, Step
+from agent.temporal import date_answer
 from agent.tools.answer import supporting
 from agent.tools.context import counted_chat
 from eventfold.run_options import RunOptions
@@ -55,3 +58,27 @@ def reader_answer(run: RunState, model: ChatModel, options: RunOptions, embed: E
             chunk_ids=[ev.chunk_id for ev in passages],
         )
     )
+
+
+def dates_answer(run: RunState, embed: Embed | None = None) -> bool:
+    """Answer a temporal question from its sides' dates (computed at the plan, else now over all the
+    evidence seen); False when it is not one or a side has no dated sentence (mutates `run`)."""
+    if run.plan.temporal is None:
+        return False
+    if run.plan.dated is None:
+        run.plan.dated = date_answer(run, embed)
+    dated = run.plan.dated
+    if dated is None:
+        return False
+    run.answer, run.answer_source, run.answer_supported = dated.answer, "dates", True
+    run.answer_citations = list(dict.fromkeys(d.chunk_id for d in dated.sides if d.chunk_id))
+    run.status, run.stop_reason = "answered", dated.explanation
+    run.steps.append(
+        Step(
+            n=run.next_step,
+            kind="forced",
+            assistant=Message(role="assistant", content=run.answer),
+            chunk_ids=list(run.answer_citations),
+        )
+    )
+    return True

@@ -14,7 +14,9 @@
   near-miss calls are repaired; a turn without a usable call is an "invalid" step the model sees.
 - tools: runs the calls through the run's registry (built once per run), appends the step.
 - finish: the loop stopped without a supported answer (step cap, failing calls, every sub-question
-  has evidence): the reader answers from the best evidence (`agent.finish`).
+  has evidence): the reader answers from the best evidence (`agent.finish`). A temporal question
+  ("which came first", "how many years after") is answered from its sides' dates when the evidence
+  dates both (`agent.temporal`), right after the opening searches if they suffice.
 - report: the Markdown report (agent/report.py).
 Events (plan, tool calls, results, folds, context tokens) go to LangGraph's custom stream.
 """
@@ -30,7 +32,8 @@ from langgraph.graph import END, START, StateGraph
 
 from agent import prompts
 from agent.chain import answer_sub_question, chained_query
-from agent.finish import reader_answer
+from agent.temporal import date_answer
+from agent.finish import dates_answer, reader_answer
 from agent.focus import backend_embed
 from agent.llm import ChatModel, LLMError, Message, ToolCall, ToolSpec
 from agent.memory import Step, render_context
@@ -106,12 +109,16 @@ class AgentGraph:
         subs, auto = run.plan.sub_questions, self.options.auto_search
         single = [s.text for s in subs] == [run.question]  # no hops beyond the question itself
         self._seed_search(run, run.question, 1 if auto and single else None)
-        embed = backend_embed(self.deps.backend) if chained else None
+        embed = backend_embed(self.deps.backend) if chained or run.plan.temporal else None
         for sq in subs if auto and not single else []:
             self._seed_search(run, chained_query(run, sq) if chained else sq.text, sq.id)
             if chained:
                 answer = answer_sub_question(run, sq, self.deps.model, self.options, embed)
                 _emit({"type": "sub_answer", "sub_question": sq.id, "answer": answer})
+        if run.plan.temporal is not None:
+            run.plan.dated = date_answer(run, embed)
+            for sq in subs:
+                _emit({"type": "sub_answer", "sub_question": sq.id, "answer": sq.answer})
         return run.to_graph()
 
     def _seed_search(self, run: RunState, query: str, sq_id: int | None) -> None:
@@ -153,6 +160,8 @@ class AgentGraph:
         model_steps = sum(1 for s in run.steps if s.kind != "seed")
         if len(run.steps) >= self.options.max_steps:
             return f"step cap of {self.options.max_steps} reached"
+        if run.plan.dated is not None:
+            return "the dates found answer the question"
         if run.counters.error_streak >= self.options.max_refusals:
             return f"{run.counters.error_streak} failed steps in a row"
         if run.plan.complete and model_steps > 0:
@@ -251,9 +260,15 @@ class AgentGraph:
 
     def finish(self, state: AgentState) -> dict[str, Any]:
         run = RunState.from_graph(state)
+        embed = backend_embed(self.deps.backend)
+        if dates_answer(run, embed):  # a temporal question: the dates decide, not the model
+            _emit({"type": "dates", "answer": run.answer, "reason": run.stop_reason})
+            return run.to_graph()
+        if run.status == "answered" and run.answer_supported:  # (temporal question, dates missing)
+            return run.to_graph()
         if run.status == "answered":  # an answer without evidence (verify_answer): the reader decides
             run.status, run.stop_reason = "forced", "the answer cited no evidence"
-        reader_answer(run, self.deps.model, self.options, backend_embed(self.deps.backend))
+        reader_answer(run, self.deps.model, self.options, embed)
         _emit({"type": "forced_answer", "answer": run.answer, "reason": run.stop_reason, "source": run.answer_source})
         return run.to_graph()
 
@@ -280,7 +295,8 @@ class AgentGraph:
         status = state.get("status")
         if status == "answered":
             verified = state.get("answer_supported", True) or not self.options.verify_answer
-            return "report" if verified else "finish"
+            temporal = bool((state.get("plan") or {}).get("temporal"))  # the dates may overrule it
+            return "report" if verified and not temporal else "finish"
         return "finish" if status == "forced" else "guard"
 
 

@@ -20,6 +20,7 @@ from agent.prompts import PLAN_SCHEMA, PLAN_SYSTEM, PLAN_SYSTEM_CHAIN
 from eventfold.llm.types import ChatResponse, LLMError, Message
 from eventfold.run_options import PlanMode
 from eventrag.query.decompose import rule_decompose
+from eventrag.query.temporal import DateAnswer, TemporalQuestion, parse_temporal
 
 ChatFn = Callable[..., ChatResponse]  # chat(messages, **kwargs), e.g. a run's counted model call
 MAX_SUB_QUESTIONS = 3
@@ -40,6 +41,8 @@ class SubQuestion(BaseModel):
 class Plan(BaseModel):
     sub_questions: list[SubQuestion] = Field(default_factory=list)
     by_llm: bool = False
+    temporal: TemporalQuestion | None = None  # a "which came first" / "how many years" question: one sub-question per side
+    dated: DateAnswer | None = None  # its answer, computed from the sides' dates (`agent.temporal`)
 
     def get(self, sq_id: int | None) -> SubQuestion | None:
         return next((s for s in self.sub_questions if s.id == sq_id), None)
@@ -94,10 +97,15 @@ def clean_sub_questions(question: str, candidates: list[str], *, near: bool = Fa
 
 
 def make_plan(question: str, mode: PlanMode, chat: ChatFn | None = None, *, chain: bool = False) -> Plan:
-    """The plan of `question`; a single sub-question (the question) when decomposition finds no hops.
+    """The plan of `question`; a single sub-question (the question) when decomposition finds no hops;
+    for a temporal question ("which came first", "how many years after") one "When ...?" per side.
     `chain`: the plan for chained reading (one fact per sub-question, restatements dropped)."""
     if mode == "off":
         return Plan()
+    temporal = parse_temporal(question)
+    if temporal is not None:  # the sides' dates answer it: no decomposition call
+        subs = [SubQuestion(id=i, text=t) for i, t in enumerate(temporal.questions, 1)]
+        return Plan(sub_questions=subs, temporal=temporal)
     by_llm = False
     candidates = rule_decompose(question).sub_queries
     if mode == "llm" and chat is not None:

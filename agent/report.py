@@ -37,8 +37,8 @@ def select_citations(run: RunState, limit: int = 5) -> tuple[list[Evidence], str
         cited += [c for c in CITATION_RE.findall(text) if c not in cited]
     chosen = [run.evidence[c] for c in cited if c in run.evidence]
     if chosen:
-        how = "cited by the agent" if run.answer_source != "reader" else "passages the reader's answer rests on"
-        return chosen[:limit], how
+        hows = {"reader": "passages the reader's answer rests on", "dates": "the dated passages the answer is computed from"}
+        return chosen[:limit], hows.get(run.answer_source, "cited by the agent")
     answer = _norm(run.answer or "")
     if answer and answer not in ("unknown", "i don t know", "insufficient information"):
         hits = [ev for ev in run.evidence.values() if answer in _norm(ev.text)]
@@ -85,6 +85,8 @@ def _answer_lines(run: RunState, cites: list[Evidence]) -> list[str]:
     lines = [f"# {neutralize(run.question.strip())}", "", f"**Answer:** {run.answer or '(no answer)'} {marks}".rstrip(), ""]
     if run.answer_source == "reader":
         lines += [f"_Answered by the reader over the collected evidence ({run.stop_reason})._", ""]
+    elif run.answer_source == "dates":
+        lines += [f"_{neutralize(run.stop_reason[:1].upper() + run.stop_reason[1:])}._", ""]
     elif run.status == "forced":
         lines += [f"_The model's answer stands without verified evidence ({run.stop_reason})._", ""]
     return lines
