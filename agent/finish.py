@@ -12,8 +12,8 @@
 
 from __future__ import annotations
 
-from agent.llm import ChatModel, LLMError, Message
 from agent.focus import Embed
+from agent.llm import ChatModel, LLMError, Message
 from agent.reader import best_evidence, first_line, is_insufficient, reader_messages
 from agent.state import RunState, Step
 from agent.temporal import date_answer

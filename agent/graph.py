@@ -32,7 +32,6 @@ from langgraph.graph import END, START, StateGraph
 
 from agent import prompts
 from agent.chain import answer_sub_question, chained_query
-from agent.temporal import date_answer
 from agent.finish import dates_answer, reader_answer
 from agent.focus import backend_embed
 from agent.llm import ChatModel, LLMError, Message, ToolCall, ToolSpec
@@ -41,6 +40,7 @@ from agent.plan import make_plan
 from agent.report import build_report
 from agent.state import AgentState, RunState
 from agent.status import status_line
+from agent.temporal import date_answer
 from agent.tools import ExtraTool, ToolContext, ToolRegistry, ToolResult, build_registry
 from agent.tools.context import counted_chat
 from agent.tools.fold import apply_fold

@@ -104,8 +104,8 @@ def make_plan(question: str, mode: PlanMode, chat: ChatFn | None = None, *, chai
         return Plan()
     temporal = parse_temporal(question)
     if temporal is not None:  # the sides' dates answer it: no decomposition call
-        subs = [SubQuestion(id=i, text=t) for i, t in enumerate(temporal.questions, 1)]
-        return Plan(sub_questions=subs, temporal=temporal)
+        sides = [SubQuestion(id=i, text=t) for i, t in enumerate(temporal.questions, 1)]
+        return Plan(sub_questions=sides, temporal=temporal)
     by_llm = False
     candidates = rule_decompose(question).sub_queries
     if mode == "llm" and chat is not None:

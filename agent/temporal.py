@@ -19,7 +19,14 @@ from collections.abc import Sequence
 from agent.focus import Embed, Passage, Sentence, sentences_of, words
 from agent.state import Evidence, RunState
 from eventrag.embed import l2_normalise
-from eventrag.query.temporal import DateAnswer, DatedSide, TemporalQuestion, date_near, duration_answer, order_answer
+from eventrag.query.temporal import (
+    DateAnswer,
+    DatedSide,
+    TemporalQuestion,
+    date_near,
+    duration_answer,
+    order_answer,
+)
 
 # the same fact under another word: a sentence says "registered" or "established" for "founded"
 _SYNONYMS = {
@@ -58,7 +65,7 @@ def _scores(query: str, side: str, sents: Sequence[Sentence]) -> list[float]:
     own = [w for w in q if w in set(words(side))]
     own_total = sum(idf[w] for w in own) or 1.0
     out = []
-    for s, bag in zip(sents, bags):
+    for s, bag in zip(sents, bags, strict=True):
         low, title, title_low = s.text.lower(), set(words(s.title)), s.title.lower()
         got = 0.0
         for w in q:

@@ -112,7 +112,7 @@ def _order(question: str) -> TemporalQuestion | None:
             continue  # "the film whose director is older": the sides' own dates do not decide it
         wh = question.strip().split()[0].lower()
         cmp = m["cmp"].lower()
-        want = "earliest" if cmp in _EARLY else "latest"  # "older" = born earlier
+        want: Literal["earliest", "latest"] = "earliest" if cmp in _EARLY else "latest"  # "older" = born earlier
         pred = _predicate(m["pre"], cmp, wh)
         questions = (when_question(sides[0], pred), when_question(sides[1], pred))
         return TemporalQuestion(kind="order", sides=sides, want=want, predicate=pred, questions=questions)
