@@ -1,5 +1,6 @@
+"""Probe (session 6, issue 11): the 1.5B reader over a run's dated evidence sentences in time order.
+Usage: python docs/notes/2026-12-01/session6_timeline_probe.py RUN_DIR/trajectory.json (from the repo root)."""
 import json, sys, time
-sys.path.insert(0, "/work/main")
 from eventfold.settings import Settings
 from eventfold.llm.factory import make_chat_model
 from eventfold.llm.types import Message
