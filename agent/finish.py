@@ -50,17 +50,10 @@ def reader_answer(run: RunState, model: ChatModel, options: RunOptions, embed: E
     else:
         run.answer, run.answer_source = answer or "Insufficient information", "reader"
         run.answer_citations = []
-    run.steps.append(
-        Step(
-            n=run.next_step,
-            kind="forced",
-            assistant=Message(role="assistant", content=run.answer or ""),
-            chunk_ids=[ev.chunk_id for ev in passages],
-        )
-    )
+    _final_step(run, [ev.chunk_id for ev in passages])
 
 
-def dates_answer(run: RunState, embed: Embed | None = None) -> bool:
+def answer_from_dates(run: RunState, embed: Embed | None = None) -> bool:
     """Answer a temporal question from its sides' dates (computed at the plan, else now over all the
     evidence seen); False when it is not one or a side has no dated sentence (mutates `run`)."""
     if run.plan.temporal is None:
@@ -73,12 +66,17 @@ def dates_answer(run: RunState, embed: Embed | None = None) -> bool:
     run.answer, run.answer_source, run.answer_supported = dated.answer, "dates", True
     run.answer_citations = list(dict.fromkeys(d.chunk_id for d in dated.sides if d.chunk_id))
     run.status, run.stop_reason = "answered", dated.explanation
+    _final_step(run, list(run.answer_citations))
+    return True
+
+
+def _final_step(run: RunState, chunk_ids: list[str]) -> None:
+    """The final answer as the trajectory's last step (kind "forced"), with the chunks it rests on."""
     run.steps.append(
         Step(
             n=run.next_step,
             kind="forced",
-            assistant=Message(role="assistant", content=run.answer),
-            chunk_ids=list(run.answer_citations),
+            assistant=Message(role="assistant", content=run.answer or ""),
+            chunk_ids=chunk_ids,
         )
     )
-    return True

@@ -32,7 +32,7 @@ from langgraph.graph import END, START, StateGraph
 
 from agent import prompts
 from agent.chain import answer_sub_question, chained_query
-from agent.finish import dates_answer, reader_answer
+from agent.finish import answer_from_dates, reader_answer
 from agent.focus import backend_embed
 from agent.llm import ChatModel, LLMError, Message, ToolCall, ToolSpec
 from agent.memory import Step, render_context
@@ -261,7 +261,7 @@ class AgentGraph:
     def finish(self, state: AgentState) -> dict[str, Any]:
         run = RunState.from_graph(state)
         embed = backend_embed(self.deps.backend)
-        if dates_answer(run, embed):  # a temporal question: the dates decide, not the model
+        if answer_from_dates(run, embed):  # a temporal question: the dates decide, not the model
             _emit({"type": "dates", "answer": run.answer, "reason": run.stop_reason})
             return run.to_graph()
         if run.status == "answered" and run.answer_supported:  # (temporal question, dates missing)

@@ -4,9 +4,9 @@ For "which came first, A or B" / "who is older" / "how many full years after A d
 `eventrag.query.temporal`) the plan is one "When ...?" sub-question per side, searched as the run
 opens. Each side is then dated by the evidence sentence that names it best (IDF-weighted word overlap
 with the side and the compared predicate, "born", "formed"..., the passage title counting half, plus
-the embedder's cosine when there is one; a passage titled with the side's name gains), and the answer is computed from the two dates. When a side
-has no dated sentence the run goes on as for any question, and the reader answers in the end, given
-the dates that were found.
+the embedder's cosine when there is one; a passage titled with the side's name gains), and the
+answer is computed from the two dates. When a side has no dated sentence the run goes on as for any
+question, and the reader answers in the end, given the dates that were found.
 """
 
 from __future__ import annotations
@@ -104,8 +104,9 @@ def date_side(q: TemporalQuestion, i: int, passages: Sequence[Passage], embed: E
 
 def _side_passages(run: RunState, i: int) -> list[Evidence]:
     """The side's own search results first, then every other passage seen, in rank order."""
-    own = [run.evidence[c] for c in run.plan.sub_questions[i].evidence if c in run.evidence] if i < len(run.plan.sub_questions) else []
-    rest = sorted((ev for ev in run.evidence.values() if ev not in own), key=lambda e: (e.rank or 99, e.step))
+    own_ids = run.plan.sub_questions[i].evidence if i < len(run.plan.sub_questions) else []
+    own = [run.evidence[c] for c in own_ids if c in run.evidence]
+    rest = sorted((ev for c, ev in run.evidence.items() if c not in own_ids), key=lambda e: (e.rank or 99, e.step))
     return own + rest
 
 
