@@ -35,13 +35,21 @@ def sub_question_passages(run: RunState, sq: SubQuestion, k: int) -> list[Eviden
 
 
 def answer_sub_question(
-    run: RunState, sq: SubQuestion, model: ChatModel, options: RunOptions, embed: Embed | None = None
+    run: RunState,
+    sq: SubQuestion,
+    model: ChatModel,
+    options: RunOptions,
+    embed: Embed | None = None,
+    *,
+    carry: bool = True,
 ) -> str | None:
-    """Read `sq`'s answer from its evidence, given the earlier sub-answers (sets `sq.answer`)."""
+    """Read `sq`'s answer from its evidence, given the earlier sub-answers unless `carry` is off (a
+    question with the names already filled in: `agent.bridge`); sets `sq.answer`."""
     passages = sub_question_passages(run, sq, options.reader_k)
     if not passages:
         return None
-    messages = reader_messages(sq.text, passages, embed, facts=run.plan.facts(before=sq.id))
+    facts = run.plan.facts(before=sq.id) if carry else []
+    messages = reader_messages(sq.text, passages, embed, facts=facts)
     try:
         resp = counted_chat(run, model, messages, temperature=0.0, max_tokens=options.answer_max_tokens)
     except LLMError:  # no sub-answer: the final reader still reads the evidence

@@ -33,7 +33,7 @@ def reader_answer(run: RunState, model: ChatModel, options: RunOptions, embed: E
             resp = counted_chat(
                 run,
                 model,
-                reader_messages(run.question, passages, embed, facts=run.plan.facts()),
+                reader_messages(run.plan.resolved or run.question, passages, embed, facts=_facts(run)),
                 temperature=0.0,
                 max_tokens=options.answer_max_tokens,
             )
@@ -51,6 +51,12 @@ def reader_answer(run: RunState, model: ChatModel, options: RunOptions, embed: E
         run.answer, run.answer_source = answer or "Insufficient information", "reader"
         run.answer_citations = []
     _final_step(run, [ev.chunk_id for ev in passages])
+
+
+def _facts(run: RunState) -> list[tuple[str, str]]:
+    """The sub-answers the final reader is given: none when the question's descriptions were resolved
+    (the filled question names what they found; the hops' lines only drew the reader to their passages)."""
+    return [] if run.plan.resolved is not None else run.plan.facts()
 
 
 def answer_from_dates(run: RunState, embed: Embed | None = None) -> bool:

@@ -31,12 +31,13 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 
 from agent import prompts
+from agent.bridge import BridgeResolver
 from agent.chain import answer_sub_question, chained_query
 from agent.finish import answer_from_dates, reader_answer
 from agent.focus import backend_embed
 from agent.llm import ChatModel, LLMError, Message, ToolCall, ToolSpec
 from agent.memory import Step, render_context
-from agent.plan import make_plan
+from agent.plan import Plan, make_plan
 from agent.report import build_report
 from agent.state import AgentState, RunState
 from agent.status import status_line
@@ -47,6 +48,7 @@ from agent.tools.fold import apply_fold
 from agent.tools.repair import normalize_call, parse_text_call
 from agent.tools.search import run_search
 from eventfold.run_options import RunOptions
+from eventrag.query.temporal import parse_temporal
 from eventrag.schema import SearchBackend
 
 
@@ -104,11 +106,22 @@ class AgentGraph:
             return counted_chat(run, self.deps.model, messages, **kwargs)
 
         chained = self.options.chain and self.options.auto_search
+        if self._bridge_plan(run, chat):
+            return run.to_graph()
+        tried = run.plan.sub_questions  # the bridge's unanswered hops (their searches stay as evidence)
         run.plan = make_plan(run.question, self.options.plan, chat, chain=chained)
-        _emit({"type": "plan", "sub_questions": [s.text for s in run.plan.sub_questions], "by_llm": run.plan.by_llm})
         subs, auto = run.plan.sub_questions, self.options.auto_search
         single = [s.text for s in subs] == [run.question]  # no hops beyond the question itself
-        self._seed_search(run, run.question, 1 if auto and single else None)
+        if run.steps:  # the bridge searched the question already
+            run.plan = Plan(**{**run.plan.model_dump(), "sub_questions": []})
+            for sq in [*tried, *subs]:
+                run.plan.add(sq.text).evidence.extend(sq.evidence)
+            subs = run.plan.sub_questions[len(tried):]
+            if auto and single:
+                run.plan.tie(subs[0].id, run.steps[0].n, run.steps[0].chunk_ids)
+        else:
+            self._seed_search(run, run.question, 1 if auto and single else None)
+        _emit({"type": "plan", "sub_questions": [s.text for s in run.plan.sub_questions], "by_llm": run.plan.by_llm})
         embed = backend_embed(self.deps.backend) if chained or run.plan.temporal else None
         for sq in subs if auto and not single else []:
             self._seed_search(run, chained_query(run, sq) if chained else sq.text, sq.id)
@@ -120,6 +133,34 @@ class AgentGraph:
             for sq in subs:
                 _emit({"type": "sub_answer", "sub_question": sq.id, "answer": sq.answer})
         return run.to_graph()
+
+    def _bridge_plan(self, run: RunState, chat: Any) -> bool:
+        """Resolve the question's descriptions hop by hop (`agent.bridge`): True when at least one hop
+        was answered (the plan is then the hops and the filled question, each searched); else the hops
+        tried stay in the plan, unanswered, for the ordinary plan to follow."""
+        o = self.options
+        if not (o.bridge and o.auto_search and o.plan == "llm") or o.chain or parse_temporal(run.question) is not None:
+            return False
+        embed = backend_embed(self.deps.backend)
+        self._seed_search(run, run.question, None)
+
+        def answer_hop(question: str) -> str | None:
+            sq = run.plan.add(question)
+            self._seed_search(run, question, sq.id)
+            answer = answer_sub_question(run, sq, self.deps.model, o, embed, carry=False)
+            _emit({"type": "sub_answer", "sub_question": sq.id, "answer": answer})
+            return answer
+
+        resolver = BridgeResolver(chat, answer_hop)
+        resolved = resolver.resolve(run.question)
+        if not resolver.hops:
+            return False
+        final = run.plan.add(resolved)
+        run.plan.resolved = resolved
+        run.plan.by_llm = True
+        _emit({"type": "plan", "sub_questions": [s.text for s in run.plan.sub_questions], "by_llm": True})
+        self._seed_search(run, resolved, final.id)
+        return True
 
     def _seed_search(self, run: RunState, query: str, sq_id: int | None) -> None:
         """An opening search the framework runs (step kind "seed"), tied to sub-question `sq_id`."""
@@ -162,6 +203,8 @@ class AgentGraph:
             return f"step cap of {self.options.max_steps} reached"
         if run.plan.dated is not None:
             return "the dates found answer the question"
+        if run.plan.resolved is not None:
+            return f"the described names are found: {run.plan.resolved}"
         if run.counters.error_streak >= self.options.max_refusals:
             return f"{run.counters.error_streak} failed steps in a row"
         if run.plan.complete and model_steps > 0:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -43,9 +44,16 @@ class Plan(BaseModel):
     by_llm: bool = False
     temporal: TemporalQuestion | None = None  # a "which came first" / "how many years" question: one sub-question per side
     dated: DateAnswer | None = None  # its answer, computed from the sides' dates (`agent.temporal`)
+    resolved: str | None = None  # the question with its descriptions replaced by the names found (`agent.bridge`)
 
     def get(self, sq_id: int | None) -> SubQuestion | None:
         return next((s for s in self.sub_questions if s.id == sq_id), None)
+
+    def add(self, text: str) -> SubQuestion:
+        """Append a sub-question (the next id)."""
+        sq = SubQuestion(id=max((s.id for s in self.sub_questions), default=0) + 1, text=text)
+        self.sub_questions.append(sq)
+        return sq
 
     def open(self) -> list[SubQuestion]:
         return [s for s in self.sub_questions if not s.done]
@@ -118,14 +126,19 @@ def make_plan(question: str, mode: PlanMode, chat: ChatFn | None = None, *, chai
     return Plan(sub_questions=[SubQuestion(id=i, text=t) for i, t in enumerate(subs, 1)], by_llm=by_llm)
 
 
-def llm_sub_questions(chat: ChatFn, question: str, system: str = PLAN_SYSTEM) -> list[str] | None:
-    """The model's sub-questions (one JSON-constrained call), None when the call fails."""
+def ask_json(chat: ChatFn, system: str, question: str, schema: dict[str, Any], max_tokens: int) -> dict[str, Any] | None:
+    """One JSON-constrained call on `question`; its object, None when the call fails or gives none."""
     messages = [Message(role="system", content=system), Message(role="user", content=question)]
     try:
-        resp = chat(messages, json_schema=PLAN_SCHEMA, temperature=0.0, max_tokens=120)
+        resp = chat(messages, json_schema=schema, temperature=0.0, max_tokens=max_tokens)
     except LLMError:
         return None
-    data = resp.parsed
-    if not isinstance(data, dict) or not isinstance(data.get("sub_questions"), list):
+    return resp.parsed if isinstance(resp.parsed, dict) else None
+
+
+def llm_sub_questions(chat: ChatFn, question: str, system: str = PLAN_SYSTEM) -> list[str] | None:
+    """The model's sub-questions (one JSON-constrained call), None when the call fails."""
+    data = ask_json(chat, system, question, PLAN_SCHEMA, max_tokens=120)
+    if data is None or not isinstance(data.get("sub_questions"), list):
         return None
     return [str(q) for q in data["sub_questions"] if isinstance(q, str)]

@@ -69,7 +69,8 @@ def best_evidence(run: RunState, k: int) -> list[Evidence]:
     """The passages for the reader: chunks the model cited or read first, then the top two chunks
     each search the model made itself added to the evidence (its follow-ups, latest first), then the opening searches'
     hits taken in turns by rank with the question's own search first (so every hop is represented),
-    then the rest by rank."""
+    then the rest by rank. When the question's descriptions were resolved (`agent.bridge`), all the
+    filled question's hits lead, then the hops' in turns, latest hop first."""
     pool = list(run.evidence.values())
     chosen: list[Evidence] = []
 
@@ -92,6 +93,10 @@ def best_evidence(run: RunState, k: int) -> list[Evidence]:
     groups = [sorted((ev for ev in pool if ev.sub_question is None and ev.rank), key=lambda e: (e.step, e.rank))]
     for sq in run.plan.sub_questions:
         groups.append([run.evidence[c] for c in sq.evidence if c in run.evidence])
+    if run.plan.resolved is not None:  # the filled question's hits all first, then the hops', latest first
+        groups = groups[:0:-1] + groups[:1]
+        for ev in groups[0]:
+            take(ev)
     for depth in range(max((len(g) for g in groups), default=0)):
         for group in groups:
             if depth < len(group):

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # Settings nests RunOptions: only the annotation refers back 
 
 ReportMode = Literal["short", "full", "long"]
 PlanMode = Literal["llm", "rules", "off"]  # sub-questions by one LLM call, by rules, or no plan
-RESEARCH_SCAFFOLD: dict[str, Any] = {"plan": "llm", "verify_answer": True, "auto_search": True}
+RESEARCH_SCAFFOLD: dict[str, Any] = {"plan": "llm", "verify_answer": True, "auto_search": True, "bridge": True}
 
 
 class AgentInputError(ValueError):
@@ -44,6 +44,11 @@ class RunOptions(BaseModel):
     # one-fact-per-hop plan). Off by default: on 24 questions it won one on MuSiQue, lost three on
     # HotpotQA and doubled the time (bench/results/agent_chain/); turn on with EVENTFOLD_RUN__CHAIN=true
     chain: bool = False
+    # with auto_search and the LLM plan: a question that describes something instead of naming it ("the
+    # inspector who signed the recall order") is answered one concrete hop at a time, the final reader
+    # given the question with the names found (`agent.bridge`); other questions take the plan as before.
+    # On in the research scaffold; chained reading replaces it
+    bridge: bool = False
     keep_recent_steps: int = Field(1, ge=0, le=50)  # the budget guard never folds the newest steps
     search_top_k: int = Field(5, ge=1, le=100)
     show_k: int = Field(3, ge=1, le=100)  # results shown to the model per search (all search_top_k are evidence)

@@ -1,0 +1,142 @@
+"""Bridge questions: a description stands where a name should be.
+
+"What role did *the inspector who signed the recall order* take up on 1 April 2022?" is two questions:
+who is the inspector who signed the recall order (Dagny Solberg), then what role did Dagny Solberg take
+up on 1 April 2022. A small reader shown both facts at once answers the first hop's entity; asked one
+concrete question at a time it need not. This module holds the pure half of that move:
+
+- `split_bridge(question, template)`: a model copies the question with the description replaced by
+  `#1` (the template); the description is what the template left out, accepted only when the template
+  keeps every other word of the question and the description is one (a determiner or possessive and a
+  common noun: "the composer of Aschenbrodel", "Hello Love's performer" — not a name such as "the Nordic
+  Marine Metrology Board");
+- `Bridge.inner`: the question that names the described thing ("Who is the inspector who signed ...?");
+- `Bridge.fill(answer)`: the outer question with the name found ("What role did Dagny Solberg take up
+  on 1 April 2022?");
+- `nested_bridge(bridge)`: a description inside the description, split by rule ("the pressure element of
+  *the sensor that Nordhav Energy chose*": its inner question is resolved first);
+- `rule_bridge(question)`: the fallback when the model's copy is refused: "Which company made *the
+  pressure element fitted in the units recalled in 2015*?" (a wh-phrase, a verb, then a description
+  that runs to the end of the question and carries a relative clause or a participle);
+- `may_describe(question)`: a cheap test that a question can hold a description at all (no model call
+  for "In which town is HT-Core made?").
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel
+
+PLACEHOLDER = "#1"
+_DETERMINERS = {"the", "a", "an"}
+_FUNCTION = {"of", "and", "the", "a", "an", "in", "on", "at", "for", "to", "by", "with", "from", "or", "de", "von", "van"}
+_PERSON = {
+    "person", "man", "woman", "author", "writer", "director", "actor", "actress", "singer", "performer",
+    "composer", "inspector", "founder", "president", "player", "artist", "painter", "poet", "leader",
+    "king", "queen", "father", "mother", "son", "daughter", "wife", "husband", "spouse", "coach", "manager",
+    "creator", "producer", "owner", "star", "musician", "member", "chief", "head", "ceo", "minister",
+}  # fmt: skip
+_WORD = re.compile(r"[A-Za-z][\w'’-]*")
+MAX_ANSWER_WORDS = 10  # a hop's answer longer than this is a sentence, not a name to carry
+
+
+class Bridge(BaseModel):
+    question: str
+    description: str  # the words of the question that describe instead of naming
+    outer: str  # the question with the description replaced by PLACEHOLDER
+
+    @property
+    def inner(self) -> str:
+        """The question that names the described thing."""
+        words = [w.lower() for w in _WORD.findall(self.description)]
+        person = " who " in f" {self.description.lower()} " or any(w in _PERSON for w in words[:3])
+        return f"{'Who' if person else 'What'} is {self.description}?"
+
+    def fill(self, answer: str) -> str:
+        return self.outer.replace(PLACEHOLDER, answer.strip(), 1)
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split()).rstrip("?").strip()
+
+
+def may_describe(question: str) -> bool:
+    """True when some determiner or possessive is followed by a lowercase word: "the inspector",
+    "Brother's performers" (a question made of names only never holds a description)."""
+    text = f" {_flat(question)} "
+    return bool(re.search(r"\b(?:[Tt]he|[Aa]n?)\s+[a-z]", text) or re.search(r"['’]s\s+[a-z]", text))
+
+
+def is_description(text: str) -> bool:
+    """A determiner or possessive and at least one common (lowercase) word that is not a function word."""
+    words = text.split()
+    if len(words) < 2:
+        return False
+    possessive = bool(re.search(r"['’]s\s+[a-z]", text))
+    if words[0].lower() not in _DETERMINERS and not possessive:
+        return False
+    body = words[1:] if words[0].lower() in _DETERMINERS else words
+    return any(w[0].islower() and w.strip(",.").lower() not in _FUNCTION for w in body if w[0].isalpha())
+
+
+def split_bridge(question: str, template: str | None) -> Bridge | None:
+    """The description the template replaced by #1, if the template keeps the rest of the question word
+    for word (case aside) and what it replaced is a description; None otherwise."""
+    if not template or template.count(PLACEHOLDER) != 1:
+        return None
+    q = _flat(question)
+    prefix, suffix = (" ".join(part.split()) for part in template.split(PLACEHOLDER))
+    suffix = suffix.rstrip("?").strip()
+    low = q.lower()
+    if not low.startswith(prefix.lower()) or not low.endswith(suffix.lower()):
+        return None
+    start, end = len(prefix), len(q) - len(suffix)
+    if end - start < 3 or (prefix and q[start] != " ") or (suffix and q[end - 1] != " " and suffix[0].isalnum()):
+        return None
+    description = q[start:end].strip(" ,")
+    if not is_description(description) or len(prefix.split()) + len(suffix.split()) < 1:
+        return None
+    outer = f"{q[:start].strip()} {PLACEHOLDER} {q[end:].strip()}".strip().replace(f"{PLACEHOLDER} '", f"{PLACEHOLDER}'")
+    return Bridge(question=question, description=description, outer=outer + "?")
+
+
+def carried(answer: str | None) -> str | None:
+    """A hop's answer as a name to put into the next question: stripped, without a final period; None
+    when there is none or it reads as a sentence."""
+    if not answer:
+        return None
+    text = answer.strip().strip('"').rstrip(".").strip()
+    if not text or len(text.split()) > MAX_ANSWER_WORDS:
+        return None
+    return text
+
+
+_NESTING = re.compile(r" (?:of|in|by|for|from|at) (?=(?:[Tt]he|[Aa]n?) )")
+
+
+def nested_bridge(bridge: Bridge) -> Bridge | None:
+    """The description nested in `bridge`'s after "of/in/by/for/from/at the ..." ("the pressure element of
+    the sensor that Nordhav Energy chose in 2017" → "the sensor that Nordhav Energy chose in 2017"), as a
+    bridge of `bridge.inner`; None when there is none."""
+    for m in _NESTING.finditer(bridge.description):
+        tail = bridge.description[m.end() :]
+        if is_description(tail):
+            inner = bridge.inner
+            return Bridge(question=inner, description=tail, outer=inner.replace(tail, PLACEHOLDER, 1))
+    return None
+
+
+_VERBS = r"(?:[a-z]+ed|made|built|wrote|bought|sold|ran|led|won|owns|makes|builds|writes|runs|leads|supplies|supplied)"
+_RULE = re.compile(rf"^(?P<head>(?:Which|What|Who)(?: [a-z]+){{0,2}} {_VERBS}) (?P<desc>(?:the|a|an) [a-z].*)$")
+_MARKER = re.compile(r"\b(?:who|that|which|whose|where)\b|\b[a-z]+(?:ed|en) (?:in|by|at|on|from|with|for|to|after|as|into|near)\b")
+
+
+def rule_bridge(question: str) -> Bridge | None:
+    """A description that runs from just after the question's verb to its end, found without a model:
+    "Which company made the pressure element fitted in the SeaGuard S2 units recalled in January 2015?"
+    → "the pressure element fitted in ..." (a relative clause or a participle must mark it)."""
+    m = _RULE.match(_flat(question))
+    if m is None or not _MARKER.search(m.group("desc")) or not is_description(m.group("desc")):
+        return None
+    return Bridge(question=question, description=m.group("desc"), outer=f"{m.group('head')} {PLACEHOLDER}?")
