@@ -37,6 +37,7 @@ _PERSON = {
     "king", "queen", "father", "mother", "son", "daughter", "wife", "husband", "spouse", "coach", "manager",
     "creator", "producer", "owner", "star", "musician", "member", "chief", "head", "ceo", "minister",
 }  # fmt: skip
+_RELATIVE = re.compile(r"\b(?:who|that|which|whose|where|whom)\b")
 _WORD = re.compile(r"[A-Za-z][\w'’-]*")
 MAX_ANSWER_WORDS = 10  # a hop's answer longer than this is a sentence, not a name to carry
 
@@ -61,15 +62,24 @@ def _flat(text: str) -> str:
     return " ".join(text.split()).rstrip("?").strip()
 
 
+_DESCRIBED = re.compile(
+    r"\b(?:[Tt]he|[Aa]n?)\s+[A-Za-z][\w-]*(?:\s+[a-z][\w-]*){0,2}\s+"
+    r"(?:who|that|which|whose|where|of|(?:in|on|at|of|from) which|[a-z]+(?:ed|en)\s+(?:in|by|at|on|from|with|for|to|after|as|into|near))\b"
+)
+
+
 def may_describe(question: str) -> bool:
-    """True when some determiner or possessive is followed by a lowercase word: "the inspector",
-    "Brother's performers" (a question made of names only never holds a description)."""
+    """True when a noun after a determiner is followed by a relative clause, "of" or a participle ("the
+    inspector who", "the author of", "the county in which", "the units recalled in"), or a possessive
+    by a lowercase word ("Brother's performers"): without one there is no description to look for."""
     text = f" {_flat(question)} "
-    return bool(re.search(r"\b(?:[Tt]he|[Aa]n?)\s+[a-z]", text) or re.search(r"['’]s\s+[a-z]", text))
+    return bool(_DESCRIBED.search(text) or re.search(r"['’]s\s+[a-z]", text))
 
 
 def is_description(text: str) -> bool:
-    """A determiner or possessive and at least one common (lowercase) word that is not a function word."""
+    """A determiner or possessive and at least one common (lowercase) word that is not a function word;
+    after a determiner, a capitalised first word ("the German musician whose ...") only with a relative
+    clause."""
     words = text.split()
     if len(words) < 2:
         return False
@@ -77,6 +87,8 @@ def is_description(text: str) -> bool:
     if words[0].lower() not in _DETERMINERS and not possessive:
         return False
     body = words[1:] if words[0].lower() in _DETERMINERS else words
+    if not possessive and body[0][0].isupper() and not _RELATIVE.search(text):
+        return False  # "the SeaGuard S2 units recalled in 2015": a name narrowed, not a description
     return any(w[0].islower() and w.strip(",.").lower() not in _FUNCTION for w in body if w[0].isalpha())
 
 

@@ -65,10 +65,14 @@ def test_a_name_is_not_a_description():
     assert not is_description("Haymo of Faversham")
 
 
-def test_only_questions_with_a_determiner_or_possessive_before_a_common_word_may_describe():
+def test_only_a_noun_with_a_relative_clause_of_participle_or_possessive_may_describe():
     assert may_describe(Q3) and may_describe("Where did Brother's performers form?")
     assert not may_describe("In which town is HT-Core made?")
     assert not may_describe("When did the SeaGuard S3 launch?")
+    assert may_describe("What county shares a border with the county in which Johnnycake is located?")
+    assert may_describe("Which company made the pressure element fitted in the units recalled in 2015?")
+    assert not may_describe("If Gallu is a demon Lilu is what?")  # a determiner, nothing describing
+    assert not may_describe("Which of the two tornado outbreaks killed the most people?")
 
 
 def test_a_hop_answer_is_carried_as_a_name_not_a_sentence():
@@ -96,3 +100,10 @@ def test_a_description_after_the_verb_running_to_the_end_is_found_without_a_mode
     assert rule_bridge(Q3) is None  # "did": the description does not run to the end
     assert rule_bridge("Which company made the SeaGuard S2?") is None  # a name
     assert rule_bridge("Which company made the pressure element?") is None  # nothing marks a description
+
+
+def test_a_name_narrowed_by_a_participle_is_not_a_description():
+    assert not is_description("the SeaGuard S2 units recalled in January 2015")
+    assert is_description("the German musician whose godfather is Telemann")
+    q = "Which company made the pressure element fitted in the SeaGuard S2 units recalled in January 2015?"
+    assert nested_bridge(rule_bridge(q)) is None  # the units are named: the element is the one hop
