@@ -17,12 +17,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent.plan import ask_json
+from agent.plan import ChatFn, ask_json
 from agent.prompts import BRIDGE_SCHEMA, BRIDGE_SYSTEM
-from eventfold.llm.types import ChatResponse
-from eventrag.query.bridge import Bridge, carried, may_describe, nested_bridge, rule_bridge, split_bridge
+from eventrag.query.bridge import (
+    Bridge,
+    carried,
+    may_describe,
+    nested_bridge,
+    rule_bridge,
+    same_question,
+    split_bridge,
+)
 
-ChatFn = Callable[..., ChatResponse]
 AnswerHop = Callable[[str], "str | None"]  # search and read one concrete question: its short answer
 MAX_HOPS = 3
 MAX_SPLITS = 5  # model calls spent looking for descriptions in one question
@@ -47,7 +53,7 @@ class BridgeResolver:
             return None
         self.splits += 1
         bridge = split_bridge(question, template_of(self.chat, question)) or rule_bridge(question)
-        if bridge is None or _same(bridge.inner, question):
+        if bridge is None or same_question(bridge.inner, question):
             return None  # no description, or the whole question again
         return bridge
 
@@ -70,7 +76,3 @@ class BridgeResolver:
             return question
         self.hops.append((inner, answer))
         return self.resolve(bridge.fill(answer), depth + 1)
-
-
-def _same(a: str, b: str) -> bool:
-    return " ".join(a.lower().rstrip("?").split()) == " ".join(b.lower().rstrip("?").split())

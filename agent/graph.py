@@ -37,7 +37,7 @@ from agent.finish import answer_from_dates, reader_answer
 from agent.focus import backend_embed
 from agent.llm import ChatModel, LLMError, Message, ToolCall, ToolSpec
 from agent.memory import Step, render_context
-from agent.plan import Plan, make_plan
+from agent.plan import make_plan
 from agent.report import build_report
 from agent.state import AgentState, RunState
 from agent.status import status_line
@@ -112,11 +112,10 @@ class AgentGraph:
         run.plan = make_plan(run.question, self.options.plan, chat, chain=chained)
         subs, auto = run.plan.sub_questions, self.options.auto_search
         single = [s.text for s in subs] == [run.question]  # no hops beyond the question itself
-        if run.steps:  # the bridge searched the question already
-            run.plan = Plan(**{**run.plan.model_dump(), "sub_questions": []})
-            for sq in [*tried, *subs]:
-                run.plan.add(sq.text).evidence.extend(sq.evidence)
-            subs = run.plan.sub_questions[len(tried):]
+        if run.steps:  # the bridge searched the question already: its hops tried come first
+            for sq in subs:
+                sq.id += len(tried)
+            run.plan.sub_questions = [*tried, *subs]
             if auto and single:
                 run.plan.tie(subs[0].id, run.steps[0].n, run.steps[0].chunk_ids)
         else:

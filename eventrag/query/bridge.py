@@ -38,6 +38,8 @@ _PERSON = {
     "creator", "producer", "owner", "star", "musician", "member", "chief", "head", "ceo", "minister",
 }  # fmt: skip
 _RELATIVE = re.compile(r"\b(?:who|that|which|whose|where|whom)\b")
+_POSSESSIVE = re.compile(r"['’]s\s+[a-z]")  # "Brother's performers"
+_PARTICIPLE = r"[a-z]+(?:ed|en)\s+(?:in|by|at|on|from|with|for|to|after|as|into|near)"  # "recalled in"
 _WORD = re.compile(r"[A-Za-z][\w'’-]*")
 MAX_ANSWER_WORDS = 10  # a hop's answer longer than this is a sentence, not a name to carry
 
@@ -64,7 +66,7 @@ def _flat(text: str) -> str:
 
 _DESCRIBED = re.compile(
     r"\b(?:[Tt]he|[Aa]n?)\s+[A-Za-z][\w-]*(?:\s+[a-z][\w-]*){0,2}\s+"
-    r"(?:who|that|which|whose|where|of|(?:in|on|at|of|from) which|[a-z]+(?:ed|en)\s+(?:in|by|at|on|from|with|for|to|after|as|into|near))\b"
+    rf"(?:who|that|which|whose|where|of|(?:in|on|at|of|from) which|{_PARTICIPLE})\b"
 )
 
 
@@ -73,7 +75,7 @@ def may_describe(question: str) -> bool:
     inspector who", "the author of", "the county in which", "the units recalled in"), or a possessive
     by a lowercase word ("Brother's performers"): without one there is no description to look for."""
     text = f" {_flat(question)} "
-    return bool(_DESCRIBED.search(text) or re.search(r"['’]s\s+[a-z]", text))
+    return bool(_DESCRIBED.search(text) or _POSSESSIVE.search(text))
 
 
 def is_description(text: str) -> bool:
@@ -83,7 +85,7 @@ def is_description(text: str) -> bool:
     words = text.split()
     if len(words) < 2:
         return False
-    possessive = bool(re.search(r"['’]s\s+[a-z]", text))
+    possessive = bool(_POSSESSIVE.search(text))
     if words[0].lower() not in _DETERMINERS and not possessive:
         return False
     body = words[1:] if words[0].lower() in _DETERMINERS else words
@@ -111,6 +113,11 @@ def split_bridge(question: str, template: str | None) -> Bridge | None:
         return None
     outer = f"{q[:start].strip()} {PLACEHOLDER} {q[end:].strip()}".strip().replace(f"{PLACEHOLDER} '", f"{PLACEHOLDER}'")
     return Bridge(question=question, description=description, outer=outer + "?")
+
+
+def same_question(a: str, b: str) -> bool:
+    """The same question, case, spacing and the final "?" aside."""
+    return _flat(a).lower() == _flat(b).lower()
 
 
 def carried(answer: str | None) -> str | None:
@@ -141,7 +148,7 @@ def nested_bridge(bridge: Bridge) -> Bridge | None:
 
 _VERBS = r"(?:[a-z]+ed|made|built|wrote|bought|sold|ran|led|won|owns|makes|builds|writes|runs|leads|supplies|supplied)"
 _RULE = re.compile(rf"^(?P<head>(?:Which|What|Who)(?: [a-z]+){{0,2}} {_VERBS}) (?P<desc>(?:the|a|an) [a-z].*)$")
-_MARKER = re.compile(r"\b(?:who|that|which|whose|where)\b|\b[a-z]+(?:ed|en) (?:in|by|at|on|from|with|for|to|after|as|into|near)\b")
+_MARKER = re.compile(rf"\b(?:who|that|which|whose|where)\b|\b{_PARTICIPLE}\b")
 
 
 def rule_bridge(question: str) -> Bridge | None:

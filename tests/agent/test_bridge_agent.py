@@ -67,6 +67,7 @@ def test_an_unanswered_hop_stays_in_the_plan_and_the_ordinary_plan_follows(backe
     ]
     assert [s.id for s in run.plan.sub_questions] == [1, 2, 3]
     assert run.plan.resolved is None and run.plan.sub_questions[0].answer is None
+    assert run.plan.sub_questions[0].steps == [2] and run.plan.sub_questions[0].evidence  # its search kept
     assert backend.queries[:4] == [Q, "What is the city where Marie Curie was born?", *plan["sub_questions"]]
     assert backend.queries.count(Q) == 1  # the question is searched once
     assert run.answer == "Vistula"
