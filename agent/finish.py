@@ -59,6 +59,19 @@ def _facts(run: RunState) -> list[tuple[str, str]]:
     return [] if run.plan.resolved is not None else run.plan.facts()
 
 
+def answer_from_timeline(run: RunState) -> bool:
+    """Answer an origin question with the event read from the timeline at the plan (`agent.causal`);
+    False when there is none (mutates `run`)."""
+    origin = run.plan.origin
+    if origin is None:
+        return False
+    run.answer, run.answer_source, run.answer_supported = origin.answer, "timeline", True
+    run.answer_citations = list(dict.fromkeys(c for c in (origin.origin.chunk_id, origin.target.chunk_id) if c))
+    run.status, run.stop_reason = "answered", origin.explanation
+    _final_step(run, list(run.answer_citations))
+    return True
+
+
 def answer_from_dates(run: RunState, embed: Embed | None = None) -> bool:
     """Answer a temporal question from its sides' dates (computed at the plan, else now over all the
     evidence seen); False when it is not one or a side has no dated sentence (mutates `run`)."""

@@ -6,7 +6,8 @@
 - plan: the question is decomposed into sub-questions (`agent.plan`) kept in the state and shown in
   the status line; a first search for the whole question opens the trajectory (step 1, kind "seed");
   with auto_search each sub-question is searched too, and with chain its answer is read before the
-  next one's search, which carries it (`agent.chain`).
+  next one's search, which carries it (`agent.chain`). "What event led to X" is read from the dated
+  evidence before X in time order (`agent.causal`); a described thing is found first (`agent.bridge`).
 - guard: the budget guard. With folding on, if the rendered context exceeds the budget it folds the
   oldest unfolded span (never the newest `keep_recent_steps`), counted as a guard fold.
 - agent: renders the context (pure) plus the status line, asks the model for one tool call; the
@@ -32,8 +33,9 @@ from langgraph.graph import END, START, StateGraph
 
 from agent import prompts
 from agent.bridge import BridgeResolver
+from agent.causal import plan_origin
 from agent.chain import answer_sub_question, chained_query
-from agent.finish import answer_from_dates, reader_answer
+from agent.finish import answer_from_dates, answer_from_timeline, reader_answer
 from agent.focus import backend_embed
 from agent.llm import ChatModel, LLMError, Message, ToolCall, ToolSpec
 from agent.memory import Step, render_context
@@ -48,6 +50,7 @@ from agent.tools.fold import apply_fold
 from agent.tools.repair import normalize_call, parse_text_call
 from agent.tools.search import run_search
 from eventfold.run_options import RunOptions
+from eventrag.query.causal import parse_causal
 from eventrag.query.temporal import parse_temporal
 from eventrag.schema import SearchBackend
 
@@ -106,9 +109,9 @@ class AgentGraph:
             return counted_chat(run, self.deps.model, messages, **kwargs)
 
         chained = self.options.chain and self.options.auto_search
-        if self._bridge_plan(run, chat):
+        if self._origin_plan(run, chat) or self._bridge_plan(run, chat):
             return run.to_graph()
-        tried = run.plan.sub_questions  # the bridge's unanswered hops (their searches stay as evidence)
+        tried = run.plan.sub_questions  # unanswered hops of the origin or bridge plan (searched: evidence)
         run.plan = make_plan(run.question, self.options.plan, chat, chain=chained)
         subs, auto = run.plan.sub_questions, self.options.auto_search
         single = [s.text for s in subs] == [run.question]  # no hops beyond the question itself
@@ -133,12 +136,24 @@ class AgentGraph:
                 _emit({"type": "sub_answer", "sub_question": sq.id, "answer": sq.answer})
         return run.to_graph()
 
+    def _origin_plan(self, run: RunState, chat: Any) -> bool:
+        """"What event led to X": answered from the timeline of the evidence before X (`agent.causal`);
+        False (the sub-questions tried stay, searched) when it is not one or the timeline gives no answer."""
+        o, cq = self.options, parse_causal(run.question)
+        if not (o.causal and o.auto_search) or o.chain or cq is None or run.steps:
+            return False
+        found = plan_origin(run, cq, lambda q, sq, k: self._seed_search(run, q, sq, k), chat, o, backend_embed(self.deps.backend))
+        _emit({"type": "plan", "sub_questions": [s.text for s in run.plan.sub_questions], "by_llm": False})
+        return found
+
     def _bridge_plan(self, run: RunState, chat: Any) -> bool:
         """Resolve the question's descriptions hop by hop (`agent.bridge`): True when at least one hop
         was answered (the plan is then the hops and the filled question, each searched); else the hops
         tried stay in the plan, unanswered, for the ordinary plan to follow."""
         o = self.options
-        if not (o.bridge and o.auto_search and o.plan == "llm") or o.chain or parse_temporal(run.question) is not None:
+        if not (o.bridge and o.auto_search and o.plan == "llm") or o.chain or run.steps:
+            return False
+        if parse_temporal(run.question) is not None or (o.causal and parse_causal(run.question) is not None):
             return False
         embed = backend_embed(self.deps.backend)
         self._seed_search(run, run.question, None)
@@ -161,13 +176,13 @@ class AgentGraph:
         self._seed_search(run, resolved, final.id)
         return True
 
-    def _seed_search(self, run: RunState, query: str, sq_id: int | None) -> None:
+    def _seed_search(self, run: RunState, query: str, sq_id: int | None, top_k: int | None = None) -> None:
         """An opening search the framework runs (step kind "seed"), tied to sub-question `sq_id`."""
         call = ToolCall(id=f"seed_{run.next_step}", name="search", arguments={"query": query})
         if sq_id is not None:
             call.arguments["sub_question"] = sq_id
         try:
-            out = run_search(self.ctx(run), query, sq_id, tie=sq_id is not None)
+            out = run_search(self.ctx(run), query, sq_id, tie=sq_id is not None, top_k=top_k)
         except Exception as exc:  # a failing retriever: the model sees the error and may retry
             out = ToolResult(content=f"error: search failed: {type(exc).__name__}: {exc}", error=True)
         self._record(run, Message(role="assistant", content="", tool_calls=[call]), [(call, out)], kind="seed")
@@ -204,6 +219,8 @@ class AgentGraph:
             return "the dates found answer the question"
         if run.plan.resolved is not None:
             return f"the described names are found: {run.plan.resolved}"
+        if run.plan.origin is not None:
+            return run.plan.origin.explanation
         if run.counters.error_streak >= self.options.max_refusals:
             return f"{run.counters.error_streak} failed steps in a row"
         if run.plan.complete and model_steps > 0:
@@ -303,6 +320,9 @@ class AgentGraph:
     def finish(self, state: AgentState) -> dict[str, Any]:
         run = RunState.from_graph(state)
         embed = backend_embed(self.deps.backend)
+        if answer_from_timeline(run):  # an origin question: the event read from the timeline
+            _emit({"type": "timeline", "answer": run.answer, "reason": run.stop_reason})
+            return run.to_graph()
         if answer_from_dates(run, embed):  # a temporal question: the dates decide, not the model
             _emit({"type": "dates", "answer": run.answer, "reason": run.stop_reason})
             return run.to_graph()

@@ -37,7 +37,11 @@ def select_citations(run: RunState, limit: int = 5) -> tuple[list[Evidence], str
         cited += [c for c in CITATION_RE.findall(text) if c not in cited]
     chosen = [run.evidence[c] for c in cited if c in run.evidence]
     if chosen:
-        hows = {"reader": "passages the reader's answer rests on", "dates": "the dated passages the answer is computed from"}
+        hows = {
+            "reader": "passages the reader's answer rests on",
+            "dates": "the dated passages the answer is computed from",
+            "timeline": "the event the answer names in the dated evidence, and the event it led to",
+        }
         return chosen[:limit], hows.get(run.answer_source, "cited by the agent")
     answer = _norm(run.answer or "")
     if answer and answer not in ("unknown", "i don t know", "insufficient information"):
@@ -85,7 +89,7 @@ def _answer_lines(run: RunState, cites: list[Evidence]) -> list[str]:
     lines = [f"# {neutralize(run.question.strip())}", "", f"**Answer:** {run.answer or '(no answer)'} {marks}".rstrip(), ""]
     if run.answer_source == "reader":
         lines += [f"_Answered by the reader over the collected evidence ({run.stop_reason})._", ""]
-    elif run.answer_source == "dates":
+    elif run.answer_source in ("dates", "timeline"):
         lines += [f"_{neutralize(run.stop_reason[:1].upper() + run.stop_reason[1:])}._", ""]
     elif run.status == "forced":
         lines += [f"_The model's answer stands without verified evidence ({run.stop_reason})._", ""]
@@ -100,6 +104,18 @@ def _sources(sources: list[Evidence], how: str) -> list[str]:
         lines.append(f"- `[c:{ev.chunk_id}]` *{_quote(ev.title or '(untitled)', 120)}* · doc `{ev.doc_id}`{when}")
         lines.append(f"  > {_quote(ev.text, 240)}")
     return lines + (["(none)"] if not sources else [])
+
+
+def _timeline_lines(run: RunState) -> list[str]:
+    """An origin question's timeline (`agent.causal`): the dated events before the target, the one the
+    answer names marked."""
+    origin = run.plan.origin
+    assert origin is not None
+    lines = ["## Timeline", "_the dated events of the evidence before the event asked about, in time order_", ""]
+    for e in [*origin.events, origin.target]:
+        mark = " ← **the answer**" if e == origin.origin else (" ← the event asked about" if e == origin.target else "")
+        lines.append(f"- **{_quote(e.raw, 40)}** — {_quote(e.text, 240)} [c:{e.chunk_id}]{mark}")
+    return lines + [""]
 
 
 def _run_lines(run: RunState, model_name: str) -> list[str]:
@@ -123,6 +139,8 @@ def build_report(run: RunState, model_name: str = "", mode: str = "full") -> str
     if run.report_body:  # the writer's text: citations of chunks the run never saw are dropped
         body = CITATION_RE.sub(lambda m: m.group(0) if m.group(1) in run.evidence else "", run.report_body)
         lines += [neutralize(body).strip(), ""]
+    if mode != "short" and run.plan.origin is not None:
+        lines += _timeline_lines(run)
     if mode != "short":
         lines += ["## Findings", ""]
         for sq, (question, rows) in zip(run.plan.sub_questions, findings(run)):

@@ -66,7 +66,8 @@ class RunState(BaseModel):
     plan: Plan = Field(default_factory=Plan)
     answer: str | None = None
     answer_citations: list[str] = Field(default_factory=list)
-    answer_source: Literal["", "model", "reader", "dates"] = ""  # who wrote the final answer ("dates": computed)
+    # who wrote the final answer ("dates": computed; "timeline": the event chosen from the dated evidence)
+    answer_source: Literal["", "model", "reader", "dates", "timeline"] = ""
     answer_supported: bool = True  # the model's answer cites (or is found in) seen evidence
     report_body: str | None = None  # long-form report text (report_mode="long")
     report: str | None = None  # the final Markdown report

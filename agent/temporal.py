@@ -27,6 +27,7 @@ from eventrag.query.temporal import (
     duration_answer,
     order_answer,
 )
+from eventrag.schema import EventTime
 
 # the same fact under another word: a sentence says "registered" or "established" for "founded"
 _SYNONYMS = {
@@ -78,13 +79,15 @@ def _scores(query: str, side: str, sents: Sequence[Sentence]) -> list[float]:
     return out
 
 
-def date_side(q: TemporalQuestion, i: int, passages: Sequence[Passage], embed: Embed | None = None) -> DatedSide | None:
-    """Side `i`'s date: from the dated sentence of `passages` that names it best (None if none does)."""
+def dated_sentence(
+    query: str, side: str, passages: Sequence[Passage], embed: Embed | None = None
+) -> tuple[Sentence, EventTime] | None:
+    """The dated sentence of `passages` that names `query` best (`side`: its own words, whose article
+    counts) and the date in it nearest those words; None when none names it well enough."""
     sents = [s for s in sentences_of(passages) if date_near(s.text, []) is not None]
     if not sents:
         return None
-    query = q.side_query(i)
-    score = _scores(query, q.sides[i], sents)
+    score = _scores(query, side, sents)
     ranked = sorted(range(len(sents)), key=lambda j: (-score[j], j))
     if embed is not None:
         vecs = l2_normalise(embed([query] + [sents[j].text for j in ranked[:8]]))
@@ -96,8 +99,15 @@ def date_side(q: TemporalQuestion, i: int, passages: Sequence[Passage], embed: E
         return None
     anchors = [w for w in words(query) if w in best.text.lower()]
     time = date_near(best.text, anchors)
-    if time is None:
+    return (best, time) if time is not None else None
+
+
+def date_side(q: TemporalQuestion, i: int, passages: Sequence[Passage], embed: Embed | None = None) -> DatedSide | None:
+    """Side `i`'s date: from the dated sentence of `passages` that names it best (None if none does)."""
+    found = dated_sentence(q.side_query(i), q.sides[i], passages, embed)
+    if found is None:
         return None
+    best, time = found
     passage = passages[best.passage]
     return DatedSide(side=q.sides[i], time=time, sentence=best.text, chunk_id=getattr(passage, "chunk_id", ""))
 

@@ -6,7 +6,8 @@ starts, so a run cut short still compares all systems on the same questions.
 
     flock /tmp/eventfold-bench.lock python bench/agent.py --sets sample,hotpotqa,musique --limit 20
 
-Sets: `sample` (examples/questions.jsonl over examples/corpus), `hotpotqa`, `musique` (the first
+Sets: `sample` (examples/questions.jsonl over examples/corpus), `origin` (bench/data/origin_questions.jsonl:
+"what event led to X" over the same corpus, the README's demo question first), `hotpotqa`, `musique` (the first
 `--limit` questions of ../shared/data/multihop/*_train100 over the set's whole corpus). Per set, the
 eval harness writes results.jsonl / summary.json / table.md under `<out>/<set>/` (a rerun skips the
 questions already answered); `<out>/agent.md` collects the tables with the load average.
@@ -37,24 +38,26 @@ from eventfold.settings import Settings  # noqa: E402
 SYSTEMS = ("naive", "event", "agent-nofold", "agent")
 
 
-def sample_set(root: Path) -> QADataset:
-    """The sample corpus and its eight questions as a QA set (one passage per file)."""
+def sample_set(root: Path, questions: Path | None = None, name: str = "sample") -> QADataset:
+    """The sample corpus and its eight questions (or those of `questions`) as a QA set (one passage per file)."""
     passages = [
         Passage(passage_id=f.name, title=f.stem, text=f.read_text(encoding="utf-8"))
         for f in sorted((root / "examples" / "corpus").glob("*.md"))
     ]
     examples = []
-    for line in (root / "examples" / "questions.jsonl").read_text(encoding="utf-8").splitlines():
+    for line in (questions or root / "examples" / "questions.jsonl").read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         examples.append(
             QAExample(qid=row["id"], question=row["question"], answers=[row["answer"]],
                       question_type=row.get("type", "unknown"),
                       gold_titles=[Path(d).stem for d in row.get("supporting_docs", [])])  # fmt: skip
         )
-    return QADataset(name="sample", examples=examples, passages=passages)
+    return QADataset(name=name, examples=examples, passages=passages)
 
 
 def load_set(name: str, data_dir: Path) -> QADataset:
+    if name == "origin":  # origin questions over the sample corpus ("what event led to X"; the README's demo first)
+        return sample_set(ROOT, ROOT / "bench" / "data" / "origin_questions.jsonl", name="origin")
     return sample_set(ROOT) if name == "sample" else resolve_dataset(name, data_dir)
 
 

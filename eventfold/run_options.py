@@ -17,7 +17,9 @@ if TYPE_CHECKING:  # Settings nests RunOptions: only the annotation refers back 
 
 ReportMode = Literal["short", "full", "long"]
 PlanMode = Literal["llm", "rules", "off"]  # sub-questions by one LLM call, by rules, or no plan
-RESEARCH_SCAFFOLD: dict[str, Any] = {"plan": "llm", "verify_answer": True, "auto_search": True, "bridge": True}
+RESEARCH_SCAFFOLD: dict[str, Any] = {
+    "plan": "llm", "verify_answer": True, "auto_search": True, "bridge": True, "causal": True,
+}
 
 
 class AgentInputError(ValueError):
@@ -49,6 +51,9 @@ class RunOptions(BaseModel):
     # given the question with the names found (`agent.bridge`); other questions take the plan as before.
     # On in the research scaffold; chained reading replaces it
     bridge: bool = False
+    # with auto_search: "what (supplier) event led to / set off X" is answered from the dated evidence
+    # before X in time order, the model choosing the event by number (`agent.causal`); on in the scaffold
+    causal: bool = False
     keep_recent_steps: int = Field(1, ge=0, le=50)  # the budget guard never folds the newest steps
     search_top_k: int = Field(5, ge=1, le=100)
     show_k: int = Field(3, ge=1, le=100)  # results shown to the model per search (all search_top_k are evidence)

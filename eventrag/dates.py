@@ -131,6 +131,13 @@ def normalise_time(raw: str | None, doc_date: str | None = None) -> EventTime:
 _FIND_RES = (_DMY, _MDY, _ISO, _MY, _RANGE, _DECADE)
 
 
+def _in_identifier(text: str, s: int, e: int) -> bool:
+    """A number inside a code such as certificate "NMMB-2013-114" or "ISO/2009", not a year."""
+    after_code = s >= 2 and text[s - 1] in "-/" and text[s - 2].isalpha()
+    before_code = re.match(r"[-/]\d{3}", text[e : e + 4]) is not None
+    return after_code or before_code
+
+
 def find_dates(text: str) -> list[tuple[int, int, EventTime]]:
     """(start, end, time) of date expressions in `text`, most specific first, non-overlapping."""
     found: list[tuple[int, int, EventTime]] = []
@@ -147,7 +154,7 @@ def find_dates(text: str) -> list[tuple[int, int, EventTime]]:
                     found.append((m.start(), m.end(), t))
                     taken.append((m.start(), m.end()))
     for m in re.finditer(rf"\b({_YEAR})\b", text):
-        if free(m.start(1), m.end(1)):
+        if free(m.start(1), m.end(1)) and not _in_identifier(text, m.start(1), m.end(1)):
             y = int(m.group(1))
             if y < 1000 and not re.match(r"\s*(AD|CE|BC|BCE)\b", text[m.end(1):]):
                 continue

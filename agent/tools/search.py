@@ -26,13 +26,16 @@ def snippet(text: str, limit: int) -> str:
 
 
 def run_search(
-    ctx: ToolContext, query: str, sub_question: int | None = None, note: str = "", *, tie: bool = True
+    ctx: ToolContext, query: str, sub_question: int | None = None, note: str = "", *, tie: bool = True,
+    top_k: int | None = None,
 ) -> ToolResult:
-    """Retrieve, record the evidence, tie it to the plan unless `tie` is False (no repeat check)."""
+    """Retrieve (`top_k` hits, default the options'), record the evidence, tie it to the plan unless
+    `tie` is False (no repeat check)."""
     run, opts = ctx.run, ctx.options
     run.queries.setdefault(normalize_query(query), []).append(run.next_step)
-    result = ctx.backend.retrieve(query, top_k=opts.search_top_k)
-    chunks = result.chunks[: opts.search_top_k]
+    k = top_k or opts.search_top_k
+    result = ctx.backend.retrieve(query, top_k=k)
+    chunks = result.chunks[:k]
     sq = run.plan.tie(sub_question, run.next_step, [c.chunk_id for c in chunks]) if chunks and tie else None
     serves = f" (sub-question {sq.id})" if sq is not None else ""
     if not chunks:
