@@ -22,9 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from datetime import date
-from typing import Any
 
-from agent.focus import Embed, Passage, sentences_of, words
+from agent.focus import Embed, Passage, Sentence, sentences_of, words
 from agent.plan import ChatFn
 from agent.prompts import ORIGIN_SYSTEM, ORIGIN_USER, SENTENCE_LINE
 from agent.reader import best_evidence, first_line, is_insufficient
@@ -53,9 +52,10 @@ def _dated(text: str) -> EventTime | None:
     return t
 
 
-def _event(s: Any, passages: Sequence[Passage], time: Any) -> TimelineEvent:
+def _event(s: Sentence, passages: Sequence[Passage], time: EventTime) -> TimelineEvent:
+    start = time.start or ""
     return TimelineEvent(
-        start=time.start, end=time.end or time.start, raw=time.raw or time.start, text=s.text, title=s.title,
+        start=start, end=time.end or start, raw=time.raw or start, text=s.text, title=s.title,
         chunk_id=getattr(passages[s.passage], "chunk_id", ""), doc_id=passages[s.passage].doc_id,
     )  # fmt: skip
 
@@ -153,7 +153,7 @@ def plan_origin(
     """Search for the target and for what led to it, then answer from the timeline (mutates `run`):
     True when the plan holds the answer (`run.plan.origin`); else the sub-questions tried stay, with
     their searches, for the ordinary plan to follow. The question's search opens the run here."""
-    when = run.plan.add(f"What happened in {cq.target}?")
+    when = run.plan.add(f"When was {cq.target}?")
     search(run.question, None, None)
     search(cq.target, when.id, None)
     found = find_target(cq, best_evidence(run, options.reader_k), embed)

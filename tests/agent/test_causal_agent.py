@@ -73,7 +73,7 @@ def test_the_reader_answers_over_the_timeline_and_the_event_it_names_is_cited():
     assert run.answer_citations == ["fire#0", "recall#0"]  # the event it names, and the target
     assert run.plan.origin.origin.start == "2014-02-02" and "2 February 2014" in run.stop_reason
     assert [s.text for s in run.plan.sub_questions] == [
-        "What happened in the 2015 SeaGuard recall?",
+        "When was the 2015 SeaGuard recall?",
         "What led to the 2015 SeaGuard recall?",
     ]
     assert backend.queries[:2] == [Q, "the 2015 SeaGuard recall"]
