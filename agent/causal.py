@@ -165,6 +165,7 @@ def plan_origin(
     for query in (target.text, after):  # the target's own sentences name who and what took part in it
         if query:  # (twice the usual hits: the links of a chain share few words with its end)
             search(query, before.id, 2 * options.search_top_k)
+    # the target is found again over the wider evidence: its own searches may bring a sentence naming it better
     origin = origin_answer(chat, run.question, cq, best_evidence(run, 2 * options.reader_k), options.answer_max_tokens, embed)
     if origin is None:
         return False

@@ -115,7 +115,7 @@ class AgentGraph:
         run.plan = make_plan(run.question, self.options.plan, chat, chain=chained)
         subs, auto = run.plan.sub_questions, self.options.auto_search
         single = [s.text for s in subs] == [run.question]  # no hops beyond the question itself
-        if run.steps:  # the bridge searched the question already: its hops tried come first
+        if run.steps:  # the origin or bridge plan searched the question already: its hops tried come first
             for sq in subs:
                 sq.id += len(tried)
             run.plan.sub_questions = [*tried, *subs]
@@ -151,9 +151,9 @@ class AgentGraph:
         was answered (the plan is then the hops and the filled question, each searched); else the hops
         tried stay in the plan, unanswered, for the ordinary plan to follow."""
         o = self.options
-        if not (o.bridge and o.auto_search and o.plan == "llm") or o.chain or run.steps:
+        if not (o.bridge and o.auto_search and o.plan == "llm") or o.chain or run.steps:  # steps: origin plan
             return False
-        if parse_temporal(run.question) is not None or (o.causal and parse_causal(run.question) is not None):
+        if parse_temporal(run.question) is not None:
             return False
         embed = backend_embed(self.deps.backend)
         self._seed_search(run, run.question, None)

@@ -46,7 +46,7 @@ class Plan(BaseModel):
     temporal: TemporalQuestion | None = None  # a "which came first" / "how many years" question: one sub-question per side
     dated: DateAnswer | None = None  # its answer, computed from the sides' dates (`agent.temporal`)
     resolved: str | None = None  # the question with its descriptions replaced by the names found (`agent.bridge`)
-    origin: OriginAnswer | None = None  # "what event led to X": the event chosen from the timeline (`agent.causal`)
+    origin: OriginAnswer | None = None  # "what event led to X": the event read from the timeline (`agent.causal`)
 
     def get(self, sq_id: int | None) -> SubQuestion | None:
         return next((s for s in self.sub_questions if s.id == sq_id), None)

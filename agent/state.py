@@ -66,7 +66,7 @@ class RunState(BaseModel):
     plan: Plan = Field(default_factory=Plan)
     answer: str | None = None
     answer_citations: list[str] = Field(default_factory=list)
-    # who wrote the final answer ("dates": computed; "timeline": the event chosen from the dated evidence)
+    # who wrote the final answer ("dates": computed; "timeline": read from the dated evidence in time order)
     answer_source: Literal["", "model", "reader", "dates", "timeline"] = ""
     answer_supported: bool = True  # the model's answer cites (or is found in) seen evidence
     report_body: str | None = None  # long-form report text (report_mode="long")

@@ -52,7 +52,7 @@ class RunOptions(BaseModel):
     # On in the research scaffold; chained reading replaces it
     bridge: bool = False
     # with auto_search: "what (supplier) event led to / set off X" is answered from the dated evidence
-    # before X in time order, the model choosing the event by number (`agent.causal`); on in the scaffold
+    # before X in time order, read by the reader (`agent.causal`); on in the scaffold
     causal: bool = False
     keep_recent_steps: int = Field(1, ge=0, le=50)  # the budget guard never folds the newest steps
     search_top_k: int = Field(5, ge=1, le=100)
