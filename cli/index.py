@@ -166,8 +166,8 @@ def register(app: typer.Typer) -> None:
             if stack.graph.count()[0] == 0:
                 err_console.print(f"[yellow]index '{safe(settings.index)}' is empty: run `eventfold index PATH` first[/]")
                 raise typer.Exit(1)
-            # one query: searching the vector store once is cheaper than loading its matrices into memory
-            stack.retriever.cache.config = replace(stack.retriever.cache.config, memory_vectors=False)
+            # one query: searching the stores once is cheaper than loading the matrices and event graph
+            stack.retriever.cache.config = replace(stack.retriever.cache.config, memory_vectors=False, memory_graph=False)
             result = stack.retriever.retrieve(query, mode=mode, top_k=top_k)  # type: ignore[arg-type]
         if as_json:
             console.print_json(json.dumps(result.model_dump()))

@@ -3,6 +3,7 @@
 - the lexical side (BM25 over chunks, the entity-name lexicon: `lexical.py`);
 - the passage graph for personalised PageRank and the entity <-> passage adjacency (`ppr.py`), so the
   graph channels need no database round trip per query;
+- the event graph (`event_walk.py`): event mode's three-hop walk without a database round trip;
 - exact vector matrices of the chunk, entity and event collections. Milvus Lite makes one pure-Python
   pass over every row per search call (and per id lookup); one numpy product over 40k x 384 floats
   takes about 2 ms. Collections above `max_rows` stay in the vector store (a Milvus server searches
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from eventrag.index.extract import norm_name
+from eventrag.query.event_walk import EventGraph
 from eventrag.query.lexical import LexicalIndex, chunk_doc, pending_documents
 from eventrag.query.ppr import PassageGraph, PPRConfig
 from eventrag.storage.base import GraphStore, VectorStore
@@ -75,6 +77,7 @@ class QuerySnapshot:
     passages: PassageGraph
     vectors: dict[str, VectorMatrix] = field(default_factory=dict)  # kind -> matrix; absent: ask the store
     titles: dict[str, list[str]] = field(default_factory=dict)  # title_key(passage title) -> passages
+    events: EventGraph | None = None  # event mode's walk, in memory (absent: the store walks)
 
     def own_passages(self, entity_id: str) -> list[str]:
         """The passages an entity is the subject of: its topic edges, else the passages whose title is its
@@ -101,6 +104,7 @@ def title_key(title: str) -> str:
 @dataclass(frozen=True)
 class CacheConfig:
     memory_vectors: bool = True
+    memory_graph: bool = True  # the event graph's walk in memory (else one store query per walk)
     max_rows: int = 300_000  # per collection (~460 MB of 384-d float32)
     ppr: PPRConfig = field(default_factory=PPRConfig)
 
@@ -120,7 +124,8 @@ def build_snapshot(graph: GraphStore, vectors: VectorStore | None, collections: 
         key = title_key(n.props.get("title") or "")
         if key:
             titles.setdefault(key, []).append(n.id)
-    snap = QuerySnapshot(lexical=lexical, passages=passages, titles=titles)
+    snap = QuerySnapshot(lexical=lexical, passages=passages, titles=titles,
+                         events=EventGraph.load(graph, entities=entities) if config.memory_graph else None)
     if vectors is None or not config.memory_vectors:
         return snap
     event_ids = list(dict.fromkeys(e.src for e in mentions if e.src not in entity_ids))

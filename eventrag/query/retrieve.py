@@ -31,12 +31,11 @@ from eventrag.embed import Embedder
 from eventrag.graph_io import node_to_chunk
 from eventrag.query.cache import QueryCache, QuerySnapshot
 from eventrag.query.decompose import Decomposition, llm_decompose, llm_reflect, rule_decompose, rule_reflect
+from eventrag.query.event_walk import EVENT_EDGES, WalkedNode, WalkResult
 from eventrag.query.lexical import minmax
 from eventrag.query.ranking import Candidates, RetrievalConfig
 from eventrag.schema import Chunk, RetrievalMode, RetrievalResult
 from eventrag.storage.base import GraphStore, VectorStore
-
-EVENT_EDGES = ("BEFORE", "AFTER", "CAUSES", "ENABLES", "RELATED_TO", "PART_OF", "PARTICIPATES_IN")
 
 
 def _lowercase_in(text: str, key: str) -> bool:
@@ -261,12 +260,10 @@ class Retriever:
                     seeds.setdefault(e.dst, 0.5 * links[e.src][1])
         if not seeds:
             return
-        exp = self.graph.expand(list(seeds), hops=cfg.hops, edge_types=list(EVENT_EDGES), direction="both",
-                                time_from=decomp.time_from, time_to=decomp.time_to, limit=cfg.expand_limit)
-        inferred = {e.key for e in exp.edges if e.inferred}
+        exp = self._walk(snap, list(seeds), decomp)
+        inferred = exp.inferred
         for xn in exp.nodes:
-            n = xn.node
-            if n.label != "Event":
+            if xn.label != "Event":
                 continue
             base = seeds.get(xn.seed, 0.0)
             score = base * (cfg.hop_decay ** xn.hop)
@@ -283,10 +280,24 @@ class Retriever:
             if decomp.relation and xn.hop > 0 and not matched:
                 score *= cfg.relation_miss  # the question names a relation this path does not follow
             path = [f"seed:event:{xn.seed}"] + [f"{lab} {p}" for lab, p in zip(xn.path_edges, xn.path[1:], strict=False)]
-            for cid in n.props.get("chunk_ids") or []:
+            for cid in xn.chunk_ids:
                 # an inferred edge may bring a chunk in, but adds no evidence score of its own
                 cands.add(cid, event=0.0 if via_inferred else score, path=[*path, f"MENTIONED_IN>chunk:{cid}"],
                           inferred=via_inferred)
+
+    def _walk(self, snap: QuerySnapshot, seeds: list[str], decomp: Decomposition) -> WalkResult:
+        """Event mode's walk: in memory when the snapshot holds the event graph, else one store query."""
+        cfg = self.config
+        if snap.events is not None:
+            return snap.events.walk(seeds, hops=cfg.hops, edge_types=EVENT_EDGES, time_from=decomp.time_from,
+                                    time_to=decomp.time_to, limit=cfg.expand_limit)
+        exp = self.graph.expand(seeds, hops=cfg.hops, edge_types=list(EVENT_EDGES), direction="both",
+                                time_from=decomp.time_from, time_to=decomp.time_to, limit=cfg.expand_limit)
+        return WalkResult(
+            nodes=[WalkedNode(id=x.node.id, label=x.node.label, chunk_ids=tuple(x.node.props.get("chunk_ids") or ()),
+                              hop=x.hop, seed=x.seed, path=tuple(x.path), path_edges=tuple(x.path_edges))
+                   for x in exp.nodes],
+            inferred={e.key for e in exp.edges if e.inferred})
 
     def _agentic(self, question: str, top_k: int, errors: list[str]) -> tuple[Candidates, int, list[str], int]:
         """Returns (candidates, rounds, sub-queries asked, LLM calls that answered). A failed LLM call is

@@ -159,16 +159,20 @@ def test_agentic_llm_loop_iterates_until_sufficient(make_stack: Any) -> None:
 
 
 def test_store_search_and_in_memory_matrices_rank_alike(make_stack: Any) -> None:
-    """The one-shot CLI path (vector store searched per query) and the long-lived one (matrices in
-    memory) give the same evidence."""
+    """The one-shot CLI path (vector store searched and the event graph walked per query) and the
+    long-lived one (matrices and event graph in memory) give the same evidence."""
     from dataclasses import replace
 
     st = make_stack("embedded", extract="rules")
     st.indexer.index_paths([TINY])
     q = "What caused the closure of Riverside Road?"
     in_memory = {m: [c.chunk_id for c in st.retriever.retrieve(q, mode=m, top_k=3).chunks] for m in ("naive", "event")}
+    paths = [c.path for c in st.retriever.retrieve(q, mode="event", top_k=3).chunks]
     assert set(st.retriever.cache.get().vectors) == {"chunks", "entities", "events"}
-    st.retriever.cache.config = replace(st.retriever.cache.config, memory_vectors=False)
+    assert st.retriever.cache.get().events is not None
+    st.retriever.cache.config = replace(st.retriever.cache.config, memory_vectors=False, memory_graph=False)
     st.retriever.cache.invalidate()
     from_store = {m: [c.chunk_id for c in st.retriever.retrieve(q, mode=m, top_k=3).chunks] for m in ("naive", "event")}
-    assert st.retriever.cache.get().vectors == {} and from_store == in_memory
+    assert st.retriever.cache.get().vectors == {} and st.retriever.cache.get().events is None
+    assert from_store == in_memory
+    assert [c.path for c in st.retriever.retrieve(q, mode="event", top_k=3).chunks] == paths
