@@ -6,7 +6,11 @@
 - Tools: native tool calling; each call's arguments are parsed, repaired once if needed, and otherwise
   returned as a `ToolCall` with `error` set so the agent can show the model its mistake.
 - Structured output: `response_format={"type": "json_schema", ...}`; if the server rejects it, the
-  client falls back (and remembers) to `json_object` with the schema in the prompt, then to the prompt only.
+  client falls back (and remembers) to `json_object` carrying the schema (llama.cpp's server,
+  `python -m llama_cpp.server`, constrains decoding to it), then plain `json_object`, both with the
+  schema in the prompt, then to the prompt only. A rejection is a 400/422 about the format, or a 5xx
+  whose body names `response_format` (llama_cpp.server answers an unknown format type with a 500
+  validation error): never retried, since the same request would fail the same way.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from eventfold.llm.json_repair import JSONRepairError, parse_json_lenient, parse_json_object
 from eventfold.llm.prompts import schema_instruction
-from eventfold.llm.retry import call_with_retries
+from eventfold.llm.retry import call_with_retries, is_retryable
 from eventfold.llm.token_count import count_messages, text_counter
 from eventfold.llm.types import ChatResponse, LLMError, Message, ToolCall, ToolSpec, Usage, prompt_safe_wire
 from eventfold.text_safety import mask_secrets, mask_url
@@ -29,7 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_STRUCTURED_MODES = ("json_schema", "json_object", "prompt")
+_STRUCTURED_MODES = ("json_schema", "json_object_schema", "json_object", "prompt")
 
 
 class OpenAIChatModel:
@@ -136,10 +140,15 @@ class OpenAIChatModel:
         return mask_secrets(text, self._secrets)
 
     def _request(self, kwargs: dict[str, Any], *, pass_bad_request: bool = False) -> Any:
+        """`pass_bad_request`: a structured attempt; a rejection of its format is raised unretried (the
+        caller downgrades), other errors as usual."""
         import openai
 
         def once() -> Any:
             return self._client.chat.completions.create(**kwargs)
+
+        def retryable(exc: BaseException) -> bool:
+            return is_retryable(exc) and not (pass_bad_request and _rejects_format(exc))
 
         with self._slots:
             try:
@@ -148,11 +157,14 @@ class OpenAIChatModel:
                     max_retries=self.max_retries,
                     base_delay_s=self.backoff_base_s,
                     max_delay_s=self.backoff_max_s,
+                    retryable=retryable,
                     what=f"chat completion ({self.model} at {self._where})",
                 )
-            except openai.BadRequestError as exc:
-                if pass_bad_request:
+            except openai.APIStatusError as exc:
+                if pass_bad_request and _rejects_format(exc):
                     raise  # the caller downgrades structured output
+                if not isinstance(exc, openai.BadRequestError):
+                    raise LLMError(self._masked(f"chat completion failed at {self._where}: {type(exc).__name__}: {exc}")) from exc
                 raise LLMError(self._masked(f"chat completion rejected by {self._where}: {exc}")) from exc
             except openai.OpenAIError as exc:
                 raise LLMError(self._masked(f"chat completion failed at {self._where}: {type(exc).__name__}: {exc}")) from exc
@@ -171,11 +183,13 @@ class OpenAIChatModel:
                 }
             else:
                 messages = _with_schema_prompt(wire, schema)
-                if mode == "json_object":
+                if mode == "json_object_schema":
+                    attempt["response_format"] = {"type": "json_object", "schema": schema}
+                elif mode == "json_object":
                     attempt["response_format"] = {"type": "json_object"}
             try:
                 raw = self._request({**attempt, "messages": messages}, pass_bad_request=mode != "prompt")
-            except openai.BadRequestError as exc:
+            except openai.APIStatusError as exc:
                 if not _rejects_format(exc):
                     raise LLMError(self._masked(f"chat completion rejected by {self._where}: {exc}")) from exc
                 log.warning("server rejected response_format=%s (%s); falling back", mode, self._masked(str(exc))[:200])
@@ -214,10 +228,16 @@ _FORMAT_HINTS = ("response_format", "json_schema", "json_object", "schema", "str
                  "not supported", "unsupported", "not implemented")
 
 
-def _rejects_format(exc: Exception) -> bool:
-    """Whether a 400 is about the requested output format (not, say, an over-long prompt)."""
+def _rejects_format(exc: BaseException) -> bool:
+    """Whether an error status is the server refusing the requested output format (not, say, an
+    over-long prompt): a 400/422 naming the format, or a 5xx whose body names `response_format`."""
+    status = getattr(exc, "status_code", None)
     text = str(exc).lower()
-    return any(hint in text for hint in _FORMAT_HINTS) and "context length" not in text and "maximum context" not in text
+    if "context length" in text or "maximum context" in text:
+        return False
+    if status in (400, 422):
+        return any(hint in text for hint in _FORMAT_HINTS)
+    return status is not None and status >= 500 and "response_format" in text
 
 
 def _with_schema_prompt(wire: list[dict[str, Any]], schema: dict[str, Any]) -> list[dict[str, Any]]:

@@ -141,12 +141,27 @@ def test_structured_output_falls_back_when_rejected(fake_openai):
     model = client(fake_openai)
     assert model.chat(USER, json_schema=SCHEMA).parsed == {"year": 1999}
     second = fake_openai.requests[1]
-    assert second["response_format"] == {"type": "json_object"}
+    assert second["response_format"] == {"type": "json_object", "schema": SCHEMA}  # llama.cpp's server constrains to it
     assert '"year"' in second["messages"][0]["content"] and second["messages"][0]["role"] == "system"
     # the downgrade is remembered: no second rejected request
     assert model.chat(USER, json_schema=SCHEMA).parsed == {"year": 2001}
-    assert fake_openai.requests[2]["response_format"] == {"type": "json_object"}
+    assert fake_openai.requests[2]["response_format"] == {"type": "json_object", "schema": SCHEMA}
     assert len(fake_openai.requests) == 3
+
+
+def test_llama_cpp_server_format_error_downgrades_without_retries(fake_openai):
+    """llama_cpp.server answers `json_schema` with a 500 validation error: a format rejection, not a
+    server fault — downgraded at once (no retries, no failed call); a plain 500 is still retried."""
+    body = ("1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+            "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}")
+    fake_openai.script = [fake_openai.error(500, body), fake_openai.completion('{"year": 1999}')]
+    model = client(fake_openai)
+    assert model.chat(USER, json_schema=SCHEMA).parsed == {"year": 1999}
+    assert [r["response_format"]["type"] for r in fake_openai.requests] == ["json_schema", "json_object"]
+    fake_openai.script = [fake_openai.error(500, "internal error"), fake_openai.completion('{"year": 2001}')]
+    assert model.chat(USER, json_schema=SCHEMA).parsed == {"year": 2001}
+    assert len(fake_openai.requests) == 4  # retried once, same format
+    assert fake_openai.requests[3]["response_format"] == {"type": "json_object", "schema": SCHEMA}
 
 
 def test_other_bad_requests_do_not_downgrade_structured_output(fake_openai):
