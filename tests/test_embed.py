@@ -59,3 +59,19 @@ def test_late_chunking_one_pass_gives_text_and_span_vectors(minilm):
     assert q_dir @ director > q_dir @ cast and q_cast @ cast > q_cast @ director  # each span keeps its own content
     with pytest.raises(ValueError, match="span lists"):
         minilm.embed_with_spans(["a"], [])
+
+
+def test_query_fast_path_equals_the_sentence_transformers_pipeline(minilm):
+    """A few queries skip `encode`'s bookkeeping (padding, mean pooling over the mask ourselves): the
+    vectors must be those of `encode`, for mixed lengths and a text past the 256-token window."""
+    texts = ["Who directed Brother?", "Where was the director of film The Rank Organisation born, and when?",
+             "x", " ".join(["river"] * 400)]
+    fast = minilm.embed(texts)  # <= SMALL_BATCH: the direct path
+    model = minilm._load()
+    from eventrag.embed import _plain_mean_pooling
+
+    assert _plain_mean_pooling(model)
+    slow = model.encode(texts, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
+    np.testing.assert_allclose(fast, slow, atol=1e-5)
+    many = minilm.embed(texts * 3)  # > SMALL_BATCH: encode itself
+    np.testing.assert_allclose(many[: len(texts)], fast, atol=1e-5)
