@@ -53,8 +53,10 @@ def test_the_bridge_sentence_comes_along_with_the_one_the_question_matches():
     assert any("fitted with the LS-7" in t for t in texts)
     assert any("Lindqvist Sensorteknik" in t for t in texts)
     assert len(chosen) == 3 and not any("quay" in t for t in texts)
-    # in passage order, then sentence order
-    assert [(s.passage, s.position) for s in chosen] == sorted((s.passage, s.position) for s in chosen)
+    # the recall notice states January 2015, which the question names: read first; then passage order
+    recall = len(FILLER) + 1
+    assert [(s.passage, s.position) for s in chosen] == sorted(((s.passage, s.position) for s in chosen),
+                                                               key=lambda x: (x[0] != recall, x))
 
 
 def test_without_the_bridge_hop_the_makers_sentence_is_lost():
@@ -98,3 +100,22 @@ def test_the_reader_uses_the_embedder_of_the_retriever_behind_the_backend():
     assert backend_embed(retriever).__self__ is retriever.embedder
     assert backend_embed(ModeBackend(retriever, "event")).__self__ is retriever.embedder  # type: ignore[arg-type]
     assert backend_embed(object()) is None
+
+
+S3 = P("10-seaguard-s3.md", "SeaGuard S3 and the HT-Core element",
+       "On 12 April 2016, HTI launched the SeaGuard S3, built around a pressure element of its own design. The "
+       "element, called HT-Core, is a direct answer to the seal failure behind the SeaGuard S2 recall.")
+
+
+def test_passages_stating_the_day_or_month_the_question_names_are_read_first():
+    """The question names January 2015: the recall notice (9 January 2015) is read before the S3 passage
+    that retrieval ranked first; a question with a year only, or none, keeps the passage order."""
+    month = [s.passage for s in focus("What is the pressure element fitted in the SeaGuard S2 units recalled "
+                                      "in January 2015?", [S3, RECALL])]
+    assert month == [1, 1, 0, 0]
+    day = focus("What did the board order on 9 January 2015?", [S3, FIRE, RECALL], first=3, second=1)
+    assert day[0].passage == 2 and [s.passage for s in day] == sorted((s.passage for s in day), key=lambda p: p != 2)
+    for q in ("What is the pressure element of the SeaGuard S2 units recalled in 2015?",
+              "What is the pressure element of the recalled SeaGuard S2 units?",
+              "What happened in March 2020?"):  # a month no passage states
+        assert [s.passage for s in focus(q, [S3, RECALL])] == [0, 0, 1, 1]
