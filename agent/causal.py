@@ -9,7 +9,12 @@ order answered "HTI": the recall's own passage leads, and it names the recall's 
 2. the timeline: the dated sentences of the best evidence that end before the target, in time order,
    numbered (at most `MAX_EVENTS`, taken from the best passages first);
 3. the reader answers over the numbered timeline, the target last ("a chain of events starts with its
-   earliest event"); the event its answer names (most words shared) is cited and marked in the report.
+   earliest event"); the event its answer names (most words shared) is cited and marked in the report;
+4. an episode is reported from its start: when the document of the event named also reports, dated at
+   most `EPISODE_DAYS` earlier, another timeline event, the earliest such event is the answer. The 1.5B
+   named "Ekberg signed an emergency supply contract with Lindqvist" (17 February 2014) for "what
+   supplier event led to the recall"; the same report opens with the fire at the supplier's plant (2
+   February 2014) that made the contract necessary.
    A numbered choice under a JSON grammar was tried first and dropped: on five timelines the 1.5B's
    picks were no better than chance (docs/notes/2026-12-02/session8.md).
 
@@ -38,6 +43,9 @@ from eventrag.schema import EventTime
 # the graph's opening search: query, the sub-question it serves, hits (None: the options' search_top_k)
 Search = Callable[[str, "int | None", "int | None"], None]
 MAX_EVENTS = 12  # timeline lines shown to the model
+EPISODE_DAYS = 31  # events of one document this close together are one episode (`episode_start`)
+# "In the early hours of 2 February 2014, a fire broke out ..." -> "a fire broke out ..."
+_LEADING_TIME = re.compile(r"^(?:in|on|by|during|at|early|late|from)\b[^,]{0,60},\s+", re.I)
 # "Halvorsen's 2011 warning had come true": the year names an earlier thing, not when this happened
 _ATTRIBUTIVE = re.compile(r"(?:'s|’s|\b(?:the|a|an|its|their|his|her|our|this|that))\s+$", re.I)
 
@@ -144,7 +152,37 @@ def origin_answer(
     if read is None:
         return None
     answer, pick = read
+    start = episode_start(events, pick)
+    if start != pick:
+        answer, pick = clause_of(events[start]), start
     return OriginAnswer(answer=answer, origin=events[pick], target=target, events=events)
+
+
+def _days(e: TimelineEvent) -> tuple[date, date]:
+    return date.fromisoformat(e.start), date.fromisoformat(e.end)
+
+
+def episode_start(events: list[TimelineEvent], pick: int) -> int:
+    """The earliest event of the picked event's episode: events of the same document, each dated to a
+    day or a month, starting at most `EPISODE_DAYS` before it; `pick` itself when there is none."""
+    chosen = events[pick]
+    c_start, c_end = _days(chosen)
+    if not chosen.doc_id or (c_end - c_start).days > EPISODE_DAYS:
+        return pick
+    same = []
+    for i in range(pick):
+        start, end = _days(events[i])
+        if (events[i].doc_id == chosen.doc_id and (end - start).days <= EPISODE_DAYS
+                and 0 <= (c_start - start).days <= EPISODE_DAYS):
+            same.append(i)
+    return min(same, key=lambda i: (events[i].start, i)) if same else pick
+
+
+def clause_of(event: TimelineEvent) -> str:
+    """The event's sentence as an answer: without its leading time phrase and final stop."""
+    text = event.text.strip().rstrip(".")
+    stripped = _LEADING_TIME.sub("", text, count=1)
+    return stripped if event.raw in text[: len(text) - len(stripped)] else text
 
 
 def plan_origin(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from agent_doubles import MemoryBackend, ScriptedChatModel
 
-from agent.causal import find_target, timeline
+from agent.causal import clause_of, episode_start, find_target, timeline
 from agent.graph import AgentDeps
 from agent.prompts import ORIGIN_SYSTEM, PLAN_SYSTEM
 from agent.runner import run_agent
@@ -81,6 +81,30 @@ def test_the_reader_answers_over_the_timeline_and_the_event_it_names_is_cited():
     assert "## Findings" in run.report and "a fire in the clean room" in run.report
     timeline_lines = run.report.split("## Timeline")[1].split("## Findings")[0].strip().splitlines()[2:]
     assert len(timeline_lines) == 5 and "the answer" in timeline_lines[1] and "asked about" in timeline_lines[4]
+
+
+def test_an_episode_is_answered_from_its_start():
+    """The reader names the emergency contract (17 February 2014); the same report opens with the fire
+    of 2 February 2014 that made it necessary: the fire is the answer, cited and marked."""
+    model = ScriptedChatModel([], text_replies=["HTI signed an emergency supply contract for the LS-7 pressure element"])
+    run = run_agent(Q, AgentDeps(model, MemoryBackend(DOCS)), _opts()).run
+    assert run.answer == "a fire broke out in the clean room of Kvarts' plant"
+    assert run.plan.origin.origin.start == "2014-02-02" and run.answer_citations == ["fire#0", "recall#0"]
+
+
+def test_episode_start_keeps_to_one_document_a_month_and_dated_days():
+    cq = parse_causal(Q)
+    target = find_target(cq, _evidence())[0]
+    events = timeline(target, _evidence())  # 2011-03-14 deal, 2014-02-02 fire, 2014-02-17 contract, 2014-11-28 complaint
+    assert episode_start(events, 2) == 1  # the contract -> the fire, same document, 15 days before
+    assert episode_start(events, 1) == 1 and episode_start(events, 0) == 0  # already the start
+    assert episode_start(events, 3) == 3  # the complaint: another document
+    far = [events[1].model_copy(update={"start": "2013-12-01", "end": "2013-12-01"}), events[2]]
+    assert episode_start(far, 1) == 1  # 78 days before: another episode
+    year = [events[1].model_copy(update={"start": "2014-01-01", "end": "2014-12-31"}), events[2]]
+    assert episode_start(year, 1) == 1  # "in 2014" dates no day of the episode
+    assert clause_of(events[1]) == "a fire broke out in the clean room of Kvarts' plant"
+    assert clause_of(events[0]) == "On 14 March 2011, HTI signed a five-year supply agreement with Kvarts".split(", ", 1)[1]
 
 
 def test_an_answer_that_names_no_event_of_the_timeline_is_not_taken():
