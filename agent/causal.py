@@ -100,7 +100,8 @@ def timeline(target: TimelineEvent, passages: Sequence[Passage]) -> list[Timelin
 
 def _middle(e: TimelineEvent) -> tuple[int, str]:
     """Time order by an event's middle day: "autumn 2014" (the year) sorts after March 2014, before December."""
-    return (date.fromisoformat(e.start).toordinal() + date.fromisoformat(e.end).toordinal()) // 2, e.start
+    start, end = _days(e)
+    return (start.toordinal() + end.toordinal()) // 2, e.start
 
 
 def _restated(answer: str, question: str) -> str:

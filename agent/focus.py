@@ -114,7 +114,8 @@ def _bridge_names(chosen: Sequence[Sentence], question: str) -> set[str]:
 def focus(
     question: str, passages: Sequence[Passage], *, embed: Embed | None = None, first: int = 6, second: int = 4
 ) -> list[Sentence]:
-    """Up to `first + second` sentences of `passages` for `question`, in passage order."""
+    """Up to `first + second` sentences of `passages` for `question`, in passage order (those stating a
+    day or month the question names first: `date_first`)."""
     sents = sentences_of(passages)
     if len(sents) <= first + second:
         return date_first(question, sents)

@@ -160,13 +160,11 @@ class OpenAIChatModel:
                     retryable=retryable,
                     what=f"chat completion ({self.model} at {self._where})",
                 )
-            except openai.APIStatusError as exc:
+            except openai.OpenAIError as exc:
                 if pass_bad_request and _rejects_format(exc):
                     raise  # the caller downgrades structured output
-                if not isinstance(exc, openai.BadRequestError):
-                    raise LLMError(self._masked(f"chat completion failed at {self._where}: {type(exc).__name__}: {exc}")) from exc
-                raise LLMError(self._masked(f"chat completion rejected by {self._where}: {exc}")) from exc
-            except openai.OpenAIError as exc:
+                if isinstance(exc, openai.BadRequestError):
+                    raise LLMError(self._masked(f"chat completion rejected by {self._where}: {exc}")) from exc
                 raise LLMError(self._masked(f"chat completion failed at {self._where}: {type(exc).__name__}: {exc}")) from exc
 
     def _structured_request(self, kwargs: dict[str, Any], wire: list[dict[str, Any]], schema: dict[str, Any]) -> Any:

@@ -73,9 +73,8 @@ def _gather(frontier: np.ndarray, order: np.ndarray, ptr: np.ndarray) -> tuple[n
 class EventGraph:
     """Nodes (events, entities) and their event-relation edges as arrays; built once per snapshot."""
 
-    ids: list[str]
+    ids: list[str]  # sorted: a node's index orders like its public id (the walk's tie-break)
     index: dict[str, int]
-    rank: np.ndarray  # position of each node's public id in sorted order (the walk's tie-break)
     labels: list[str]
     chunk_ids: list[tuple[str, ...]]
     time_start: list[str | None]
@@ -99,7 +98,7 @@ class EventGraph:
         by_id = {n.id: n for n in nodes}
         keep = list({e.key: e for e in edges if e.src in index and e.dst in index}.values())
         return cls(
-            ids=ids, index=index, rank=np.arange(len(ids), dtype=np.int64),
+            ids=ids, index=index,
             labels=[by_id[i].label for i in ids],
             chunk_ids=[tuple(by_id[i].props.get("chunk_ids") or ()) for i in ids],
             time_start=[_time(by_id[i], "time_start") for i in ids],
@@ -150,7 +149,7 @@ class EventGraph:
             child, parent, step, eidx = child[ok], parent[ok], step[ok], eidx[ok]
         if not len(child):
             return child, parent, step, eidx
-        order = np.lexsort((step, self.rank[parent], child))
+        order = np.lexsort((step, parent, child))  # parent index = parent id order
         child, parent, step, eidx = child[order], parent[order], step[order], eidx[order]
         first = np.ones(len(child), dtype=bool)
         first[1:] = child[1:] != child[:-1]
@@ -178,7 +177,7 @@ class EventGraph:
             seen[child], hop[child], parent[child], step[child], edge[child] = True, h, par, stp, eidx
             frontier = child
         reached = np.flatnonzero(seen)
-        reached = reached[np.lexsort((self.rank[reached], hop[reached]))]
+        reached = reached[np.lexsort((reached, hop[reached]))]
         if limit:
             reached = reached[:limit]
         return self._result(reached, hop, parent, step, edge)
