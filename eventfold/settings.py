@@ -63,6 +63,9 @@ class LLMSettings(BaseModel):
     model_path: Path | None = None
     # transformers backend: a saved HF model directory (the `final` folder of `eventfold train sft|rl`)
     hf_model_dir: Path | None = None
+    # how the transformers backend generates: "auto" = through llama.cpp when the directory holds a current
+    # GGUF export (`eventfold model export DIR`; same prompt and reply format, much faster on a CPU), else torch
+    hf_generate: Literal["auto", "torch", "llama_cpp"] = "auto"
     packaged_model: Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"] = "qwen2.5-coder-1.5b"
     n_ctx: int = Field(8192, ge=512, le=262144)
     n_threads: int | None = Field(None, ge=1)

@@ -37,19 +37,35 @@ from training.evaluate import EpisodeScore, evaluate_policy, summarize
 STAGES = ("data", "base", "sft", "eval-sft", "rl", "eval-rl", "report")
 
 
-def chat_model(path: Path, max_new_tokens: int) -> Any:
-    import torch
+def chat_model(path: Path, max_new_tokens: int, generate: str = "torch", cache_dir: Path | None = None) -> Any:
+    """The student in ``path`` behind the agent's ``ChatModel``, in its training format; ``generate``
+    "llama_cpp" exports it to GGUF (Q8_0, as the packaged students; cached beside the weights) and
+    generates there — the same prompt tokens and reply parsing, ~10x faster than torch on a CPU."""
     from trl.chat_template_utils import add_response_schema
 
     from eventfold.llm.transformers_backend import HFChatModel
+
+    name = path.parent.name + "/" + path.name
+    if generate == "llama_cpp":
+        from eventfold.llm.gguf_generator import LlamaCppTokenGenerator
+        from eventfold.settings import Settings
+        from training.common.export import export_gguf
+        from training.common.loading import load_tokenizer
+
+        tok = add_response_schema(load_tokenizer(path))
+        gguf = export_gguf(path, cache_dir or Settings().cache_dir)
+        eos = tuple(i for i in (tok.eos_token_id, tok.pad_token_id) if i is not None)
+        gen = LlamaCppTokenGenerator(gguf, n_ctx=4096, seed=0, eos_ids=eos)
+        return HFChatModel(tok, None, name=f"{name} (llama.cpp)", max_new_tokens=max_new_tokens, generator=gen)
+    import torch
+
     from training.common.loading import load_model_and_tokenizer
 
     model, tok = load_model_and_tokenizer(path)
     model.eval()
     if torch.cuda.is_available():
         model.to("cuda")
-    return HFChatModel(add_response_schema(tok), model, name=path.parent.name + "/" + path.name,
-                       max_new_tokens=max_new_tokens)
+    return HFChatModel(add_response_schema(tok), model, name=name, max_new_tokens=max_new_tokens)
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -74,6 +90,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--deadline-min", type=float, default=None, help="stop starting new eval questions after this")
     p.add_argument("--home", type=Path, default=None)
+    p.add_argument("--eval-generate", choices=("llama_cpp", "torch"), default=None,
+                   help="how the evaluated student generates: llama_cpp (its GGUF export, Q8_0; CPU default) or "
+                        "torch (GPU default); prompts and replies are in the training format either way")
     p.add_argument("--profile", choices=sorted(PROFILES), default="cpu",
                    help="cpu: LoRA, HF generate, small batches; h200: bf16, vLLM colocated rollouts, larger batches")
     p.add_argument("--dry-run", action="store_true",
@@ -185,7 +204,9 @@ class Experiment:
         if self.results.get(name, {}).get("n") == len(self.ev_qs):
             return
         started = time.perf_counter()
-        model = chat_model(model_dir, self.a.step_tokens)
+        gen = self.a.eval_generate or ("torch" if self.a.profile == "h200" else "llama_cpp")
+        model = chat_model(model_dir, self.a.step_tokens, gen)
+        self.results.setdefault("eval_generate", {})[name] = gen
         reward = self.rl_config().env.reward
 
         def show(s: EpisodeScore) -> None:

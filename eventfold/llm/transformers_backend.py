@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 import torch
 
+from eventfold.llm.gguf_generator import LlamaCppTokenGenerator, exported_gguf
 from eventfold.llm.types import ChatResponse, LLMError, Message, ToolCall, ToolSpec, Usage
 from eventfold.text_safety import neutralize_control_tokens
 
@@ -67,12 +68,15 @@ class HFChatModel:
 
     def __init__(
         self, tokenizer: Any, model: Any | None = None, *, name: str = "hf", max_new_tokens: int = 256,
-        reuse_prefix: bool = True, seed: int | None = 0,
+        reuse_prefix: bool = True, seed: int | None = 0, generator: Any | None = None,
     ):  # fmt: skip
         if getattr(tokenizer, "chat_template", None) is None:
             raise ValueError("the tokenizer has no chat template; it cannot render agent prompts")
         self.tokenizer = tokenizer
         self.model = model
+        # instead of the torch model: llama.cpp over the same weights exported to GGUF
+        # (eventfold.llm.gguf_generator.LlamaCppTokenGenerator), prompt and reply in the same format
+        self.generator = generator
         self.name = name
         self.max_new_tokens = max_new_tokens
         self.reuse_prefix = reuse_prefix
@@ -80,7 +84,12 @@ class HFChatModel:
         self._lock = threading.Lock()  # generate is not re-entrant on one model
         self._cache: Any = None  # key/value cache of the last call, and the token ids it covers
         self._cache_ids: list[int] = []
-        self.reused_tokens = 0  # prompt tokens taken from the cache instead of evaluated (all calls)
+        self._reused_torch = 0
+
+    @property
+    def reused_tokens(self) -> int:
+        """Prompt tokens taken from the key/value cache instead of evaluated (all calls)."""
+        return self._reused_torch + (self.generator.reused_tokens if self.generator is not None else 0)
 
     @classmethod
     def from_settings(cls, llm: Any) -> HFChatModel:
@@ -99,8 +108,17 @@ class HFChatModel:
             tok = add_response_schema(tok)  # the tool-call parser for the known templates (Qwen2.5 ...)
         except ImportError as exc:
             raise LLMError("the transformers backend needs the train extra: pip install 'eventfold[train]'") from exc
+        name = f"hf:{path.parent.name}/{path.name}"
+        gguf = exported_gguf(path) if llm.hf_generate != "torch" else None
+        if llm.hf_generate == "llama_cpp" and gguf is None:
+            raise LLMError(f"{path} has no current GGUF export: run `eventfold model export {path}`")
+        if gguf is not None:  # the same weights through llama.cpp; prompt and reply in the training format
+            eos = tuple(i for i in (tok.eos_token_id, tok.pad_token_id) if i is not None)
+            gen = LlamaCppTokenGenerator(gguf, n_ctx=llm.n_ctx, n_threads=llm.n_threads, seed=llm.seed, eos_ids=eos)
+            return cls(tok, None, name=f"{name} (llama.cpp {gguf.name})", max_new_tokens=llm.max_tokens,
+                       seed=llm.seed, generator=gen)  # fmt: skip
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype="auto", local_files_only=True).eval()
-        return cls(tok, model, name=f"hf:{path.parent.name}/{path.name}", max_new_tokens=llm.max_tokens, seed=llm.seed)
+        return cls(tok, model, name=name, max_new_tokens=llm.max_tokens, seed=llm.seed)
 
     # --- counting -------------------------------------------------------------------------------
     def count_tokens(self, text: str) -> int:
@@ -126,7 +144,7 @@ class HFChatModel:
         max_tokens: int | None = None,
         stop: list[str] | None = None,
     ) -> ChatResponse:
-        if self.model is None:
+        if self.model is None and self.generator is None:
             raise LLMError(f"{self.name}: tokenizer-only model (counting); it cannot generate")
         if json_schema is not None:
             raise LLMError(f"{self.name}: JSON-schema constrained generation is not supported")
@@ -146,6 +164,8 @@ class HFChatModel:
     def _generate(self, ids: list[int], max_new: int, temperature: float | None) -> list[int]:
         """New token ids after ``ids``; with prefix reuse, only the tokens after the longest common
         prefix with the previous call's are evaluated (its cache is cut there)."""
+        if self.generator is not None:
+            return self.generator.generate(ids, max_new, temperature)
         greedy = not temperature
         kw: dict[str, Any] = {}
         if self.reuse_prefix:
@@ -158,7 +178,7 @@ class HFChatModel:
                     keep += 1
             if keep > 0:
                 self._cache.crop(keep - self._cache.get_seq_length())  # negative: tokens to drop
-                self.reused_tokens += keep
+                self._reused_torch += keep
             else:
                 self._cache = DynamicCache(config=self.model.config)
             kw["cache"] = self._cache

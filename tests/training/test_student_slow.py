@@ -95,3 +95,42 @@ def test_grpo_step_with_lora_real_rollouts(tmp_path, student_dir, lexical_backen
     step = next(x for x in trainer.state.log_history if "reward" in x)
     assert math.isfinite(step["loss"])
     assert any(not torch.equal(before[n], after[n]) for n in before), step
+
+
+def test_gguf_export_serves_the_student_in_its_training_format(student_dir) -> None:
+    """llama.cpp's converter turns the student directory into a Q8_0 GGUF; through llama.cpp the student
+    reads the same prompt tokens and its native tool call parses as with torch."""
+    from trl.chat_template_utils import add_response_schema
+
+    from agent.tools.repair import parse_text_call
+    from eventfold.llm.gguf_generator import LlamaCppTokenGenerator
+    from eventfold.llm.transformers_backend import HFChatModel
+    from eventfold.llm.types import Message, ToolSpec
+    from training.common.export import export_gguf
+    from training.common.loading import load_model_and_tokenizer
+
+    gguf = export_gguf(student_dir, Settings().cache_dir)
+    assert gguf.name == "student-q8_0.gguf" and gguf.read_bytes()[:4] == b"GGUF"
+    assert export_gguf(student_dir, Settings().cache_dir) == gguf  # current: not exported again
+    model, tok = load_model_and_tokenizer(student_dir)
+    tok = add_response_schema(tok)
+    answer = ToolSpec(name="answer", description="Finish with a short answer.", parameters={
+        "type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]})
+    msgs = [Message(role="system", content="You are a research agent. Call a tool."),
+            Message(role="user", content="What is the capital of France? Answer with the answer tool.")]
+    torch_chat = HFChatModel(tok, model.eval(), max_new_tokens=40)
+    gen = LlamaCppTokenGenerator(gguf, n_ctx=1024, eos_ids=(tok.eos_token_id,))
+    gguf_chat = HFChatModel(tok, None, max_new_tokens=40, generator=gen)
+    a = torch_chat.chat(msgs, tools=[answer], temperature=0.0)
+    b = gguf_chat.chat(msgs, tools=[answer], temperature=0.0)
+    assert a.usage.prompt_tokens == b.usage.prompt_tokens
+
+    def executed(resp):  # a native <tool_call>, or the plain-JSON call the agent repairs (both seen at 0.5B)
+        return resp.tool_calls or [parse_text_call(resp.text, ["answer"])]
+
+    ca, cb = executed(a), executed(b)
+    assert [c.name for c in cb] == [c.name for c in ca] == ["answer"], (a.text, b.text)
+    assert "paris" in str(cb[0].arguments).lower()
+    again = gguf_chat.chat(msgs, tools=[answer], temperature=0.0)  # same prompt: its prefix comes from the cache
+    assert again.text == b.text and gen.reused_tokens >= b.usage.prompt_tokens - 1
+    gen.close()

@@ -1,0 +1,83 @@
+"""Token-level generation with llama.cpp for a trained student served in its training format.
+
+The transformers backend (``eventfold.llm.transformers_backend.HFChatModel``) renders prompts with the
+student's own chat template and parses its native ``<tool_call>`` replies with its tokenizer. On a CPU
+the model's forward passes in torch (fp32, memory-bound) cost most of an agent run, so the same weights
+can be exported to GGUF (``eventfold model export DIR``, llama.cpp's converter) and generated here:
+the prompt goes in as the tokenizer's own token ids (never re-tokenized by llama.cpp) and the new ids
+come back for the tokenizer to decode and parse — the format the model was trained in, llama.cpp's
+speed. Greedy at temperature 0, otherwise seeded sampling (temperature only: no top-k / top-p, as the
+torch path). llama.cpp keeps the previous prompt's key/value cache and evaluates only the tokens after
+the longest common prefix, so an agent's turns reuse the system prompt, tools and trajectory so far.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from eventfold.llm.types import LLMError
+
+EXPORT_NAME = "student-{outtype}.gguf"  # written by `eventfold model export` inside the model directory
+
+
+def exported_gguf(model_dir: Path, outtype: str = "q8_0") -> Path | None:
+    """The GGUF exported from ``model_dir`` if it is there and not older than the directory's weights."""
+    path = model_dir / EXPORT_NAME.format(outtype=outtype)
+    if not path.is_file():
+        return None
+    weights = [p.stat().st_mtime for p in model_dir.glob("*.safetensors")]
+    return path if not weights or path.stat().st_mtime >= max(weights) else None
+
+
+class LlamaCppTokenGenerator:
+    """``generate(ids, max_new, temperature) -> new ids`` over a GGUF, with prefix reuse."""
+
+    def __init__(
+        self, path: Path, *, n_ctx: int = 8192, n_threads: int | None = None, seed: int | None = 0,
+        eos_ids: tuple[int, ...] = (),
+    ):  # fmt: skip
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:  # pragma: no cover - the local extra is part of every install
+            raise LLMError("serving a student from GGUF needs llama-cpp-python (the `local` extra)") from exc
+        from eventfold.llm.local_backend import auto_threads
+
+        if not path.is_file():
+            raise LLMError(f"student GGUF {path} does not exist (run `eventfold model export`)")
+        threads = n_threads or auto_threads()
+        started = time.perf_counter()
+        self._llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
+                          seed=seed if seed is not None else 0xFFFFFFFF, verbose=False)  # fmt: skip
+        self.load_time_s = time.perf_counter() - started
+        self.path = path
+        self.n_ctx = n_ctx
+        self.seed = seed
+        self.eos_ids = set(eos_ids) | {self._llm.token_eos()}
+        self.reused_tokens = 0  # prompt tokens taken from the cache instead of evaluated (all calls)
+
+    def generate(self, ids: list[int], max_new: int, temperature: float | None) -> list[int]:
+        if len(ids) + max_new > self.n_ctx:
+            raise LLMError(f"prompt of {len(ids)} tokens + {max_new} new exceeds the context window {self.n_ctx}")
+        before = self._llm.n_tokens
+        keep = 0
+        cached = self._llm.input_ids[:before].tolist()
+        while keep < min(len(cached), len(ids) - 1) and cached[keep] == ids[keep]:
+            keep += 1
+        self.reused_tokens += keep
+        if temperature and self.seed is not None:
+            self._llm.set_seed(self.seed)
+        out: list[int] = []
+        # llama-cpp-python's generate finds the common prefix with its cache itself (reset=True)
+        for tok in self._llm.generate(ids, temp=float(temperature or 0.0), top_k=0 if temperature else 1,
+                                      top_p=1.0, min_p=0.0, repeat_penalty=1.0):  # fmt: skip
+            out.append(int(tok))
+            if tok in self.eos_ids or len(out) >= max_new:
+                break
+        return out
+
+    def close(self) -> None:
+        """Free the model now (not at interpreter exit, when llama.cpp's bindings may be gone)."""
+        llm, self._llm = self._llm, None
+        if llm is not None:
+            llm.close()
