@@ -33,10 +33,12 @@ from langgraph.graph import END, START, StateGraph
 
 from agent import prompts
 from agent.bridge import BridgeResolver
+from agent.briefing import answer_briefing, briefing_plan
 from agent.causal import plan_origin
 from agent.chain import answer_sub_question, chained_query
 from agent.finish import answer_from_dates, answer_from_timeline, reader_answer
 from agent.focus import backend_embed
+from agent.guard import guard_folds
 from agent.llm import ChatModel, LLMError, Message, ToolCall, ToolSpec
 from agent.memory import Step, render_context
 from agent.plan import make_plan
@@ -46,7 +48,6 @@ from agent.status import status_line
 from agent.temporal import date_answer
 from agent.tools import ExtraTool, ToolContext, ToolRegistry, ToolResult, build_registry
 from agent.tools.context import counted_chat
-from agent.tools.fold import apply_fold
 from agent.tools.repair import normalize_call, parse_text_call
 from agent.tools.search import run_search
 from eventfold.run_options import RunOptions
@@ -109,7 +110,7 @@ class AgentGraph:
             return counted_chat(run, self.deps.model, messages, **kwargs)
 
         chained = self.options.chain and self.options.auto_search
-        if self._origin_plan(run, chat) or self._bridge_plan(run, chat):
+        if self._briefing_plan(run) or self._origin_plan(run, chat) or self._bridge_plan(run, chat):
             return run.to_graph()
         tried = run.plan.sub_questions  # unanswered hops of the origin or bridge plan (searched: evidence)
         run.plan = make_plan(run.question, self.options.plan, chat, chain=chained)
@@ -135,6 +136,17 @@ class AgentGraph:
             for sq in subs:
                 _emit({"type": "sub_answer", "sub_question": sq.id, "answer": sq.answer})
         return run.to_graph()
+
+    def _briefing_plan(self, run: RunState) -> bool:
+        """A request listing numbered questions: they are the plan; the first is searched (`agent.briefing`)."""
+        plan = briefing_plan(run.question)
+        if plan is None:
+            return False
+        run.plan = plan
+        if self.options.auto_search:
+            self._seed_search(run, plan.sub_questions[0].text, 1)
+        _emit({"type": "plan", "sub_questions": [s.text for s in plan.sub_questions], "by_llm": False})
+        return True
 
     def _origin_plan(self, run: RunState, chat: Any) -> bool:
         """"What event led to X": answered from the timeline of the evidence before X (`agent.causal`);
@@ -191,24 +203,7 @@ class AgentGraph:
         run = RunState.from_graph(state)
         if not self.options.fold:
             return {}
-        tokens = self.count(run)
-        changed = False
-        while tokens > self.options.context_budget:
-            last = len(run.steps) - self.options.keep_recent_steps
-            spans = spare_fresh_unfolds(run, run.memory.uncovered_spans(last))
-            if spans:
-                start, end = spans[0]
-            else:
-                active = [f for f in run.memory.active() if f.end <= last]
-                if len(active) < 2:
-                    break  # nothing left to fold: the prompt stays over budget
-                start, end = active[0].start, active[1].end
-            block = apply_fold(self.ctx(run), start, end, granularity="subtask", origin="guard")
-            run.counters.guard_folds += 1
-            changed = True
-            before, tokens = tokens, self.count(run)
-            _emit({"type": "guard_fold", "fold_id": block.fold_id, "start": block.start, "end": block.end,
-                   "tokens_before": before, "tokens_after": tokens})  # fmt: skip
+        changed = guard_folds(run, self.ctx(run), lambda: self.count(run), self.options, _emit)
         return run.to_graph() if changed else {}
 
     def stop_reason(self, run: RunState) -> str | None:
@@ -320,6 +315,10 @@ class AgentGraph:
     def finish(self, state: AgentState) -> dict[str, Any]:
         run = RunState.from_graph(state)
         embed = backend_embed(self.deps.backend)
+        if run.plan.briefing:  # every question answered from its own evidence, searched if it has none
+            answer_briefing(run, self.deps.model, self.options, embed, lambda q, sq: self._seed_search(run, q, sq))
+            _emit({"type": "forced_answer", "answer": run.answer, "reason": run.stop_reason, "source": "reader"})
+            return run.to_graph()
         if answer_from_timeline(run):  # an origin question: the event read from the timeline
             _emit({"type": "timeline", "answer": run.answer, "reason": run.stop_reason})
             return run.to_graph()
@@ -336,7 +335,7 @@ class AgentGraph:
 
     def report(self, state: AgentState) -> dict[str, Any]:
         run = RunState.from_graph(state)
-        if self.options.report_mode == "long" and run.answer and run.evidence:
+        if self.options.report_mode == "long" and run.answer and run.evidence and not run.plan.briefing:
             from agent.report_writer import write_long_report
 
             run.report_body = write_long_report(run, self.deps.model, self.options)
@@ -357,29 +356,9 @@ class AgentGraph:
         status = state.get("status")
         if status == "answered":
             verified = state.get("answer_supported", True) or not self.options.verify_answer
-            temporal = bool((state.get("plan") or {}).get("temporal"))  # the dates may overrule it
-            return "report" if verified and not temporal else "finish"
+            plan = state.get("plan") or {}  # the dates may overrule it; a briefing is read per question
+            return "report" if verified and not plan.get("temporal") and not plan.get("briefing") else "finish"
         return "finish" if status == "forced" else "guard"
-
-
-def spare_fresh_unfolds(run: RunState, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Cut out of the guard's candidate spans the steps the model unfolded in its latest step, so it
-    gets to read them before the guard may fold them again (partial reveals are never guard-folded
-    either: they sit inside an active fold)."""
-    fresh = [
-        f for f in run.memory.folds.values() if f.status == "unfolded" and f.unfolded_at == len(run.steps)
-    ]
-    out: list[tuple[int, int]] = []
-    for start, end in spans:
-        for f in sorted(fresh, key=lambda f: f.start):
-            if f.end < start or f.start > end:
-                continue
-            if start < f.start:
-                out.append((start, f.start - 1))
-            start = f.end + 1
-        if start <= end:
-            out.append((start, end))
-    return out
 
 
 def build_graph(deps: AgentDeps, options: RunOptions, checkpointer: Any = None, nodes: AgentGraph | None = None) -> Any:

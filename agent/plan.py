@@ -34,6 +34,7 @@ class SubQuestion(BaseModel):
     evidence: list[str] = Field(default_factory=list)  # chunk ids, best first
     steps: list[int] = Field(default_factory=list)  # steps that served it
     answer: str | None = None  # the reader's short answer to it (chained reading), None if none found
+    citations: list[str] = Field(default_factory=list)  # chunk ids its answer rests on (briefings)
 
     @property
     def done(self) -> bool:
@@ -47,6 +48,8 @@ class Plan(BaseModel):
     dated: DateAnswer | None = None  # its answer, computed from the sides' dates (`agent.temporal`)
     resolved: str | None = None  # the question with its descriptions replaced by the names found (`agent.bridge`)
     origin: OriginAnswer | None = None  # "what event led to X": the event read from the timeline (`agent.causal`)
+    briefing: bool = False  # the request's own numbered questions, one report section each (`agent.briefing`)
+    beyond: list[str] = Field(default_factory=list)  # a briefing's questions past the most it researches
 
     def get(self, sq_id: int | None) -> SubQuestion | None:
         return next((s for s in self.sub_questions if s.id == sq_id), None)

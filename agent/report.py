@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from agent.briefing import title as briefing_title
 from agent.leads import plain_sentences
 from agent.state import CITATION_RE, Evidence, RunState
 from agent.tools.context import neutralize
@@ -71,10 +72,11 @@ def findings(run: RunState, per_question: int = 2) -> list[tuple[str, list[tuple
     out = []
     for sq in run.plan.sub_questions:
         rows = []
-        for cid in sq.evidence[:per_question]:
+        # a briefing's answered question shows the chunks its answer rests on, not other hits
+        for cid in (sq.citations if run.plan.briefing and sq.answer else sq.evidence)[:per_question]:
             ev = run.evidence.get(cid)
             if ev is not None:
-                rows.append((best_sentence(ev.text, f"{sq.text} {run.answer or ''}"), ev))
+                rows.append((best_sentence(ev.text, f"{sq.text} {sq.answer or run.answer or ''}"), ev))
         out.append((sq.text, rows))
     return out
 
@@ -86,7 +88,8 @@ def mentioned_dates(text: str, limit: int = 2) -> list[str]:
 def _answer_lines(run: RunState, cites: list[Evidence]) -> list[str]:
     unanswered = (run.answer or "").strip().lower().startswith("insufficient")
     marks = "" if unanswered else " ".join(f"[c:{ev.chunk_id}]" for ev in cites[:3])
-    lines = [f"# {neutralize(run.question.strip())}", "", f"**Answer:** {run.answer or '(no answer)'} {marks}".rstrip(), ""]
+    heading = briefing_title(run.question) if run.plan.briefing else run.question.strip()
+    lines = [f"# {neutralize(heading)}", "", f"**Answer:** {run.answer or '(no answer)'} {marks}".rstrip(), ""]
     if run.answer_source == "reader":
         lines += [f"_Answered by the reader over the collected evidence ({run.stop_reason})._", ""]
     elif run.answer_source in ("dates", "timeline"):
@@ -143,9 +146,13 @@ def build_report(run: RunState, model_name: str = "", mode: str = "full") -> str
         lines += _timeline_lines(run)
     if mode != "short":
         lines += ["## Findings", ""]
-        for sq, (question, rows) in zip(run.plan.sub_questions, findings(run)):
+        for sq, (question, rows) in zip(run.plan.sub_questions, findings(run), strict=True):
             lines.append(f"### {sq.id}. {neutralize(question)}")
-            if sq.answer:
+            if run.plan.briefing:  # one section per requested question, its answer first
+                cites = " ".join(f"[c:{c}]" for c in sq.citations)
+                lines += [f"Answer: {_quote(sq.answer, 200)} {cites}".rstrip() if sq.answer else
+                          "Answer: not found in the evidence", ""]  # fmt: skip
+            elif sq.answer:
                 lines.append(f"- **Found:** {_quote(sq.answer, 200)}")
             lines += [f"- {_quote(s, 300)} [c:{ev.chunk_id}]" for s, ev in rows] or ["- (no evidence found)"]
             lines.append("")
@@ -153,7 +160,9 @@ def build_report(run: RunState, model_name: str = "", mode: str = "full") -> str
             sources += [ev for _, ev in rows if all(ev.chunk_id != s.chunk_id for s in sources)]
     lines += _sources(sources, how) + [""]
     if mode != "short":
-        open_q = [sq.text for sq in run.plan.sub_questions if not sq.done]
+        unanswered = [sq.text for sq in run.plan.sub_questions if not sq.done or (run.plan.briefing and not sq.answer)]
+        open_q = [*unanswered, *(f"{q} (not researched: a briefing covers at most {len(run.plan.sub_questions)})"
+                                 for q in run.plan.beyond)]  # fmt: skip
         if (run.answer or "").strip().lower().startswith("insufficient"):
             open_q.append(run.question)
         lines += ["## Open questions", *([f"- {neutralize(q)}" for q in open_q] or ["- (none)"]), ""]

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agent.briefing import numbered_questions
 from agent.graph import AgentDeps, AgentGraph, build_graph
 from agent.state import RunState
 from eventfold.run_options import AgentInputError, RunOptions
@@ -60,7 +61,9 @@ def open_checkpointer(runs_dir: Path | None) -> Iterator[Any]:
 
 
 def validate_question(question: str) -> str:
-    q = " ".join((question or "").split())
+    """The question with its whitespace collapsed; a briefing's list keeps one question per line."""
+    lines = [" ".join(line.split()) for line in (question or "").splitlines()]
+    q = ("\n" if numbered_questions(question or "") else " ").join(x for x in lines if x)
     if not q:
         raise AgentInputError("the question is empty")
     if len(q) > 4000:

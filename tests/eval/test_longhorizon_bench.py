@@ -59,9 +59,9 @@ Answer: Marnis [c:d2#0] [c:d3#0]
 def script(messages: list[Message], json_schema: dict | None):
     if json_schema is not None:  # the plan, or a fold summary: the scaffold copes with either failing
         return {"sub_questions": ["Who founded Quillon Press?", "Where is the Velora Bridge?"]}
-    if messages[0].content.startswith("You write"):  # the long report writer
+    if messages[0].content.startswith("You write"):  # the long report writer (not run for a briefing)
         return BRIEFING
-    return "Harriet Vance"  # the reader
+    return "Marnis" if "Velora" in messages[-1].content.split("Question:")[-1] else "Harriet Vance"  # the reader
 
 
 def turns(messages: list[Message]) -> tuple[str, dict]:

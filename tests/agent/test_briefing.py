@@ -1,0 +1,82 @@
+"""Briefings: a request listing numbered questions is planned as those questions, researched one after
+another, every question without evidence searched before the end, each answered from its own evidence,
+and reported as one "### n. question" section opening with "Answer:" (what the long-horizon scorer reads)."""
+
+from __future__ import annotations
+
+from agent_doubles import ScriptedChatModel
+
+from agent.briefing import MAX_QUESTIONS, briefing_plan, numbered_questions, title
+from agent.graph import AgentDeps
+from agent.runner import run_agent
+from eval.longhorizon.tasks import render_request
+from eventfold.run_options import RESEARCH_SCAFFOLD, RunOptions
+
+QS = ["Where was Marie Curie born?", "Where was Pierre Curie born?", "Which river does Warsaw lie on?"]
+
+
+def _opts(**kw: object) -> RunOptions:
+    return RunOptions(**{**RESEARCH_SCAFFOLD, **kw})
+
+
+def test_numbered_questions_are_found_in_the_usual_shapes() -> None:
+    assert numbered_questions(render_request(QS)) == QS
+    assert numbered_questions("Brief me:\n1) Who?\n**2.** When?\n  3. Where?") == ["Who?", "When?", "Where?"]
+    assert numbered_questions("1. Only one question?") == []
+    assert numbered_questions("Which came first, 1. the war or 2. the peace?") == []  # not one per line
+    assert numbered_questions("1. a?\n3. c?\n2. b?") == ["a?", "b?"]  # in order; a gap is not the list
+    assert title(render_request(QS)).startswith("Write a briefing that answers the 3 questions")
+    many = briefing_plan("\n".join(f"{i}. Question {i}?" for i in range(1, 15)))
+    assert many is not None and len(many.sub_questions) == MAX_QUESTIONS and many.briefing
+    assert many.beyond == ["Question 13?", "Question 14?"]
+    assert briefing_plan("What supplier event led to the 2015 SeaGuard recall?") is None
+
+
+def test_a_briefing_is_researched_and_reported_per_question(backend) -> None:
+    # the model searches question 2 itself (tied to the first open question), then answers early;
+    # question 3 has no evidence then, so it is searched before the readers run
+    model = ScriptedChatModel(
+        [("search", {"query": "Pierre Curie born"}), ("answer", {"answer": "Warsaw"})],
+        text_replies=["Warsaw", "Paris", "Insufficient information."],
+    )
+    events: list[dict] = []
+    res = run_agent(render_request(QS), AgentDeps(model, backend), _opts(max_steps=8), on_event=events.append)
+    run = res.run
+    assert [sq.text for sq in run.plan.sub_questions] == QS and run.plan.briefing
+    assert not run.plan.by_llm and not [c for c in model.calls if c["json_schema"]]  # no plan call
+    # seed for question 1, the model's search (question 2), the search of question 3 at the end
+    assert backend.queries == [QS[0], "Pierre Curie born", QS[2]]
+    assert [sq.answer for sq in run.plan.sub_questions] == ["Warsaw", "Paris", None]
+    assert all(c in run.plan.sub_questions[0].evidence for c in run.plan.sub_questions[0].citations)
+    assert run.answer.startswith("2 of 3 questions answered") and run.answer_source == "reader"
+    readers = [c["messages"][-1].content for c in model.calls if not c["tools"] and c["json_schema"] is None]
+    assert [q for q in QS if any(f"Question: {q}" in r for r in readers)] == QS  # each read on its own
+    assert all("Found so far" not in r for r in readers)  # independent questions: nothing carried
+    report = res.report
+    assert report.startswith("# Write a briefing that answers the 3 questions")
+    for n, q in enumerate(QS, 1):
+        assert f"### {n}. {q}" in report
+    sections = report.split("### ")
+    assert sections[1].split("\n")[1].startswith("Answer: Warsaw [c:d1#0]")
+    assert "Answer: not found in the evidence" in sections[3]
+    assert QS[2] in report.split("## Open questions")[1]
+
+
+def test_the_long_horizon_scorer_reads_the_agents_briefing(backend) -> None:
+    from eval.longhorizon.sections import locate_answers
+
+    model = ScriptedChatModel([], text_replies=["Warsaw", "Paris", "the Vistula"])
+    res = run_agent(render_request(QS), AgentDeps(model, backend), _opts(max_steps=6))
+    found = locate_answers(res.report, QS)
+    assert [found[n].answer for n in (1, 2, 3)] == ["Warsaw", "Paris", "the Vistula"]
+    assert all(found[n].explicit for n in (1, 2, 3))
+
+
+def test_a_briefing_typed_on_one_line_and_its_question_text() -> None:
+    from agent.runner import validate_question
+
+    line = "Brief me on the Curies: 1. Where was Marie Curie born? 2. Where was Pierre Curie born?"
+    assert numbered_questions(line) == QS[:2] and title(line) == "Brief me on the Curies:"
+    assert numbered_questions("Use method 1. then do 2. the rest") == []  # items must be questions
+    assert validate_question("  Brief me:\n\n1.  Where?\n2. When?  ") == "Brief me:\n1. Where?\n2. When?"
+    assert validate_question("What  is\nthe capital?") == "What is the capital?"
