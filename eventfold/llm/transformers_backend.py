@@ -151,10 +151,12 @@ class HFChatModel:
         prompt = self.render(messages, tools if tool_choice != "none" else None)
         ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
         with self._lock, torch.no_grad():
+            reused = self.reused_tokens
             new_ids = self._generate(ids, max_tokens or self.max_new_tokens, temperature)
+            evaluated = len(ids) - (self.reused_tokens - reused)
         text = self.tokenizer.decode(new_ids, skip_special_tokens=False)
         message = self._parse(text, prompt)
-        usage = Usage(prompt_tokens=len(ids), completion_tokens=len(new_ids))
+        usage = Usage(prompt_tokens=len(ids), completion_tokens=len(new_ids), evaluated_prompt_tokens=evaluated)
         eos = self.tokenizer.eos_token_id
         return ChatResponse(
             message=message, usage=usage, model=self.name,

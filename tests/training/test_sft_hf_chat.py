@@ -58,8 +58,10 @@ def test_prefix_reuse_gives_the_same_tokens_and_skips_the_shared_prefix(tiny_mod
     for msgs in (first, second, first):
         a = plain.chat(msgs, temperature=0.0)
         b = reuse.chat(msgs, temperature=0.0)
-        assert a.text == b.text and a.usage == b.usage
+        assert a.text == b.text and a.usage.prompt_tokens == b.usage.prompt_tokens
+        assert a.usage.evaluated_prompt_tokens == a.usage.prompt_tokens  # no reuse: every token evaluated
     assert plain.reused_tokens == 0
+    assert b.usage.evaluated_prompt_tokens < b.usage.prompt_tokens  # the third call: `first` again, cached
     assert reuse.reused_tokens >= plain.count_message_tokens(first)  # the second and third calls
 
 
