@@ -6,7 +6,8 @@ is tied to the first open question unless the model names another — folding fi
 context grows. When it stops (every question has evidence, the step cap, the model's `answer`), each
 question still without evidence gets one search of its own (nothing is left unresearched), then the
 reader answers every question from its own evidence (`agent.chain.answer_sub_question`, no answers
-carried between questions: they are independent). The report gives one section per question, in the
+carried between questions: they are independent) — except a "which came first" / "how many years
+after" question, answered from its two sides' dates as a single question is (`dated_answer`). The report gives one section per question, in the
 order asked, headed "### n. question" and opening with "Answer: …" and its citations (`agent.report`).
 """
 
@@ -20,8 +21,11 @@ from agent.focus import Embed
 from agent.llm import ChatModel, Message
 from agent.plan import Plan, SubQuestion
 from agent.state import RunState, Step
+from agent.temporal import date_side, sides_answer
 from agent.tools.answer import supporting
+from agent.tools.search import normalize_query
 from eventfold.run_options import RunOptions
+from eventrag.query.temporal import parse_temporal
 
 MAX_QUESTIONS = 12
 NUMBERED = re.compile(r"^\s{0,3}[*_]*(\d{1,2})[*_]*[.)][*_]*\s+(\S.*)$")  # "1. …" on its own line
@@ -85,6 +89,8 @@ def answer_briefing(
     for sq in plan.open():
         search(sq.text, sq.id)
     for sq in plan.sub_questions:
+        if dated_answer(run, sq, embed, search):
+            continue
         if answer_sub_question(run, sq, model, options, embed, carry=False):
             own = set(sq.evidence)
             sq.citations = [c for c in supporting(run, sq.answer or "") if c in own][:2] or sq.evidence[:1]
@@ -98,3 +104,23 @@ def answer_briefing(
     run.stop_reason = f"{run.stop_reason}; {reason}" if run.stop_reason else reason
     run.steps.append(Step(n=run.next_step, kind="forced", assistant=Message(role="assistant", content=run.answer),
                           chunk_ids=list(run.answer_citations)))  # fmt: skip
+
+
+def dated_answer(run: RunState, sq: SubQuestion, embed: Embed | None, search: Callable[[str, int], None]) -> bool:
+    """A "which came first" / "how many years after" question answered from its two sides' dates, as a
+    single question is (`agent.temporal`): each side searched, its dated sentence found in the
+    question's evidence first, then in all the evidence; False when it is not one or a date is missing."""
+    q = parse_temporal(sq.text)
+    if q is None:
+        return False
+    for side in q.questions:
+        if normalize_query(side) not in run.queries:  # searched for another question: its evidence is there
+            search(side, sq.id)
+    own = [run.evidence[c] for c in sq.evidence if c in run.evidence]
+    rest = sorted((e for c, e in run.evidence.items() if c not in sq.evidence), key=lambda e: (e.rank or 99, e.step))
+    found = sides_answer(q, [date_side(q, i, own + rest, embed) for i in range(2)])
+    if found is None:
+        return False
+    sq.answer = found.answer
+    sq.citations = list(dict.fromkeys(d.chunk_id for d in found.sides if d.chunk_id))
+    return True

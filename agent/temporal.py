@@ -126,13 +126,16 @@ def date_answer(run: RunState, embed: Embed | None = None) -> DateAnswer | None:
     q = run.plan.temporal
     if q is None:
         return None
-    dated: list[DatedSide] = []
-    for i in range(2):
-        side = date_side(q, i, _side_passages(run, i), embed)
+    sides = [date_side(q, i, _side_passages(run, i), embed) for i in range(2)]
+    for i, side in enumerate(sides):
         if side is not None and i < len(run.plan.sub_questions):
             run.plan.sub_questions[i].answer = side.time.raw or side.time.start
-        if side is not None:
-            dated.append(side)
+    return sides_answer(q, sides)
+
+
+def sides_answer(q: TemporalQuestion, sides: Sequence[DatedSide | None]) -> DateAnswer | None:
+    """The order or the duration the two dated sides give; None when a date is missing or they tie."""
+    dated = [s for s in sides if s is not None]
     if len(dated) < 2:
         return None
     a, b = dated[0].time, dated[1].time

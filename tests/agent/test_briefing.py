@@ -80,3 +80,13 @@ def test_a_briefing_typed_on_one_line_and_its_question_text() -> None:
     assert numbered_questions("Use method 1. then do 2. the rest") == []  # items must be questions
     assert validate_question("  Brief me:\n\n1.  Where?\n2. When?  ") == "Brief me:\n1. Where?\n2. When?"
     assert validate_question("What  is\nthe capital?") == "What is the capital?"
+
+
+def test_a_temporal_question_in_a_briefing_is_answered_from_dates(backend) -> None:
+    qs = ["Where was Marie Curie born?", "Who was born first, Marie Curie or Pierre Curie?",
+          "How many years after Pierre Curie was born was Marie Curie born?"]  # fmt: skip
+    model = ScriptedChatModel([], text_replies=["Warsaw", "Marie Curie", "3 years"])  # readers' wrong answers unused
+    run = run_agent(render_request(qs), AgentDeps(model, backend), _opts(max_steps=6)).run
+    assert [sq.answer for sq in run.plan.sub_questions] == ["Warsaw", "Pierre Curie", "8 years"]
+    assert set(run.plan.sub_questions[2].citations) == {"d1#0", "d2#0"}  # both birth sentences
+    assert backend.queries.count("When was Pierre Curie born?") == 1  # a side is searched once
