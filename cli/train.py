@@ -81,6 +81,7 @@ def sft_cmd(config: ConfigOpt, dry_run: DryOpt = False) -> None:
     except (ValueError, FileNotFoundError) as exc:
         fail("error:", exc, code=2)
     console.print(f"SFT: {res.global_step} steps on {res.rows} rows, loss {res.train_loss}; model -> {safe(res.final_dir)}")
+    _serve_hint(res.final_dir)
 
 
 @app.command("rl")
@@ -104,3 +105,11 @@ def rl_cmd(config: ConfigOpt, dry_run: DryOpt = False) -> None:
     except (ValueError, FileNotFoundError) as exc:
         fail("error:", exc, code=2)
     console.print(f"RL: {res.global_step} steps; log {safe(res.log_path)}; model -> {safe(res.final_dir)}")
+    _serve_hint(res.final_dir)
+
+
+def _serve_hint(final_dir: Path) -> None:
+    console.print(
+        f"serve it: eventfold ask --model {safe(final_dir)} \"question\" (transformers), faster on a CPU "
+        f"after: eventfold model export {safe(final_dir)}", soft_wrap=True,
+    )
