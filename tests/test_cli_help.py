@@ -22,7 +22,7 @@ def test_top_level_help_lists_every_group():
         assert group in result.stdout
 
 
-@pytest.mark.parametrize("group", ["model", "index", "ask", "eval", "train", "model pull", "model list", "model path"])
+@pytest.mark.parametrize("group", ["model", "index", "ask", "eval", "train", "model pull", "model list", "model path", "model export"])
 def test_group_help(group):
     result = run(*group.split(), "--help")
     assert result.returncode == 0, result.stderr
@@ -32,3 +32,10 @@ def test_group_help(group):
 def test_model_path_of_unknown_model_fails():
     result = run("model", "path", "no-such-model")
     assert result.returncode == 2 and "unknown packaged model" in result.stderr
+
+
+def test_model_export_refuses_what_it_cannot_export(tmp_path):
+    result = run("model", "export", str(tmp_path))
+    assert result.returncode == 1 and "config.json missing" in result.stderr
+    result = run("model", "export", str(tmp_path), "--outtype", "q4_k")
+    assert result.returncode == 2 and "--outtype must be" in result.stderr
