@@ -72,6 +72,9 @@ class LoraSection(_Strict):
         None, description="only these decoder layers get adapters (the backward pass stops above them: cheaper)"
     )
     merge: bool = Field(True, description="merge the adapter into the saved final model")
+    modules_to_save: list[str] | None = Field(
+        None, description="modules trained in full beside the adapters (SFT: ['lm_head'], as TRL does for new tokens)"
+    )
 
 
 class OptimSection(_Strict):

@@ -104,6 +104,16 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     return a
 
 
+# LoRA of the real student: attention and the output head. The head matters: the packaged 0.5B's rows
+# for <tool_call> / </tool_call> are nearly collinear with <|im_start|>'s (cosine .93: special tokens the
+# coder model barely used), so adapters on attention alone taught the student "a special token here"
+# and it wrote <|im_start|> where the template has <tool_call> and never stopped after its call
+# (session 10, docs/notes/2026-12-02/session10.md). SFT trains lm_head in full beside the adapters
+# (TRL's own recipe for new tokens; TRL refuses a LoRA adapter on lm_head); RL keeps adapters only
+# (GRPO reads lm_head.weight directly).
+STUDENT_LORA: dict[str, Any] = {"enabled": True, "r": 16, "alpha": 32}
+STUDENT_SFT_LORA: dict[str, Any] = {**STUDENT_LORA, "modules_to_save": ["lm_head"]}
+
 # Sizes per machine. h200: the same pipeline as on CPU at a batch that fills one H200 for ~10 minutes
 # (training/gpu_check.sh); rollouts by vLLM colocated with training, bf16.
 PROFILES: dict[str, dict[str, Any]] = {
@@ -160,7 +170,7 @@ class Experiment:
                      "max_completion_length": pr["max_completion"], "max_tool_calling_iterations": a.max_steps - 1,
                      "save_steps": 1 if a.profile == "cpu" else 10, "seed": a.seed, "bf16": pr["bf16"],
                      "max_train_minutes": a.rl_minutes},
-            "lora": {"enabled": True, "r": 16, "alpha": 32},
+            "lora": STUDENT_LORA,
             "advantage": {"method": "siras"},
             "launch": {"rollout": pr["rollout"]},
         })  # fmt: skip
@@ -238,7 +248,7 @@ class Experiment:
         return SFTRunConfig.model_validate({
             "model": {"path": str(student)}, "output_dir": str(a.out / "sft"),
             "data_dir": str(a.out / "sft_data"), "max_length": 3072, "resume": True,
-            "lora": {"enabled": True, "r": 16, "alpha": 32},
+            "lora": STUDENT_SFT_LORA,
             "optim": {"learning_rate": a.sft_lr, "num_train_epochs": a.sft_epochs,
                       "per_device_train_batch_size": pr["sft_batch"], "gradient_accumulation_steps": pr["sft_accum"],
                       "save_steps": 5 if a.profile == "cpu" else 50, "warmup_steps": 2, "seed": a.seed,

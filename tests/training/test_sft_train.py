@@ -145,3 +145,20 @@ def test_time_budget_stops_after_the_step_that_spends_it_and_saves(cfg) -> None:
     res = run_sft(timed)
     assert res.global_step == 1 and (res.final_dir / "config.json").is_file()
     assert res.seconds_per_step and res.tokens_per_second and res.dropped_too_long == 0
+
+
+def test_lora_on_the_output_head_trains_and_merges_into_lm_head(cfg, tiny_model_dir) -> None:
+    """The student's SFT trains lm_head in full beside the adapters (its special-token rows need
+    separating): the head trains and the merged model's lm_head differs from the base's."""
+    from training.experiment import STUDENT_SFT_LORA
+    from training.sft.train import save_final
+
+    lora = cfg.model_copy(update={"lora": cfg.lora.model_validate({**STUDENT_SFT_LORA, "r": 4, "alpha": 8})})
+    trainer = build_trainer(lora, load_rows(lora.data_dir))
+    head = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if "lm_head" in n and p.requires_grad}
+    assert head
+    trainer.train()
+    assert any(not torch.equal(p, head[n]) for n, p in trainer.model.named_parameters() if n in head)
+    merged, _ = load_model_and_tokenizer(save_final(trainer, lora))
+    base, _ = load_model_and_tokenizer(tiny_model_dir)
+    assert not torch.equal(merged.lm_head.weight, base.lm_head.weight)

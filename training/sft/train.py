@@ -60,7 +60,7 @@ def peft_config(lora: LoraSection) -> Any | None:
 
     return LoraConfig(
         r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=lora.target_modules,
-        layers_to_transform=lora.layers, task_type="CAUSAL_LM",
+        layers_to_transform=lora.layers, task_type="CAUSAL_LM", modules_to_save=lora.modules_to_save,
     )
 
 
