@@ -21,7 +21,7 @@ from agent.focus import Embed
 from agent.llm import ChatModel, Message
 from agent.plan import Plan, SubQuestion
 from agent.state import RunState, Step
-from agent.temporal import date_side, sides_answer
+from agent.temporal import date_side, own_first, sides_answer
 from agent.tools.answer import supporting
 from agent.tools.search import normalize_query
 from eventfold.run_options import RunOptions
@@ -47,9 +47,8 @@ def _split(text: str) -> tuple[str, list[str]]:
     if len(items) >= 2:
         return " ".join(" ".join(head).split()), items
     flat = " ".join(text.split())
-    marks = [m for m in INLINE.finditer(flat)]
     chain: list[re.Match[str]] = []
-    for m in marks:
+    for m in INLINE.finditer(flat):
         if int(m.group(1)) == len(chain) + 1:
             chain.append(m)
     if len(chain) < 2:
@@ -116,9 +115,8 @@ def dated_answer(run: RunState, sq: SubQuestion, embed: Embed | None, search: Ca
     for side in q.questions:
         if normalize_query(side) not in run.queries:  # searched for another question: its evidence is there
             search(side, sq.id)
-    own = [run.evidence[c] for c in sq.evidence if c in run.evidence]
-    rest = sorted((e for c, e in run.evidence.items() if c not in sq.evidence), key=lambda e: (e.rank or 99, e.step))
-    found = sides_answer(q, [date_side(q, i, own + rest, embed) for i in range(2)])
+    passages = own_first(run, sq.evidence)
+    found = sides_answer(q, [date_side(q, i, passages, embed) for i in range(2)])
     if found is None:
         return False
     sq.answer = found.answer

@@ -114,7 +114,11 @@ def date_side(q: TemporalQuestion, i: int, passages: Sequence[Passage], embed: E
 
 def _side_passages(run: RunState, i: int) -> list[Evidence]:
     """The side's own search results first, then every other passage seen, in rank order."""
-    own_ids = run.plan.sub_questions[i].evidence if i < len(run.plan.sub_questions) else []
+    return own_first(run, run.plan.sub_questions[i].evidence if i < len(run.plan.sub_questions) else [])
+
+
+def own_first(run: RunState, own_ids: Sequence[str]) -> list[Evidence]:
+    """The passages of `own_ids` first, then every other passage seen, in rank order."""
     own = [run.evidence[c] for c in own_ids if c in run.evidence]
     rest = sorted((ev for c, ev in run.evidence.items() if c not in own_ids), key=lambda e: (e.rank or 99, e.step))
     return own + rest

@@ -109,10 +109,12 @@ def export_cmd(
 ) -> None:
     """Export a trained student to GGUF with llama.cpp's converter; `ask --model DIR` then serves it
     through llama.cpp in its training format (much faster than torch on a CPU)."""
-    from training.common.export import ExportError, export_gguf
+    from typing import get_args
 
-    if outtype not in ("q8_0", "f16", "bf16", "f32"):
-        err_console.print(f"[bold red]--outtype must be q8_0, f16, bf16 or f32 (got {safe(outtype)})[/]")
+    from training.common.export import ExportError, OutType, export_gguf
+
+    if outtype not in get_args(OutType):
+        err_console.print(f"[bold red]--outtype must be {', '.join(get_args(OutType))} (got {safe(outtype)})[/]")
         raise typer.Exit(2)
     settings = load_settings(config)
     started = time.perf_counter()

@@ -47,16 +47,13 @@ def chat_model(path: Path, max_new_tokens: int, generate: str = "torch", cache_d
 
     name = path.parent.name + "/" + path.name
     if generate == "llama_cpp":
-        from eventfold.llm.gguf_generator import LlamaCppTokenGenerator
         from eventfold.settings import Settings
         from training.common.export import export_gguf
         from training.common.loading import load_tokenizer
 
         tok = add_response_schema(load_tokenizer(path))
         gguf = export_gguf(path, cache_dir or Settings().cache_dir)
-        eos = tuple(i for i in (tok.eos_token_id, tok.pad_token_id) if i is not None)
-        gen = LlamaCppTokenGenerator(gguf, n_ctx=4096, seed=0, eos_ids=eos)
-        return HFChatModel(tok, None, name=f"{name} (llama.cpp)", max_new_tokens=max_new_tokens, generator=gen)
+        return HFChatModel.over_gguf(tok, gguf, name=f"{name} (llama.cpp)", max_new_tokens=max_new_tokens, n_ctx=4096)
     import torch
 
     from training.common.loading import load_model_and_tokenizer

@@ -113,12 +113,21 @@ class HFChatModel:
         if llm.hf_generate == "llama_cpp" and gguf is None:
             raise LLMError(f"{path} has no current GGUF export: run `eventfold model export {path}`")
         if gguf is not None:  # the same weights through llama.cpp; prompt and reply in the training format
-            eos = tuple(i for i in (tok.eos_token_id, tok.pad_token_id) if i is not None)
-            gen = LlamaCppTokenGenerator(gguf, n_ctx=llm.n_ctx, n_threads=llm.n_threads, seed=llm.seed, eos_ids=eos)
-            return cls(tok, None, name=f"{name} (llama.cpp {gguf.name})", max_new_tokens=llm.max_tokens,
-                       seed=llm.seed, generator=gen)  # fmt: skip
+            return cls.over_gguf(tok, gguf, name=f"{name} (llama.cpp {gguf.name})", max_new_tokens=llm.max_tokens,
+                                 n_ctx=llm.n_ctx, n_threads=llm.n_threads, seed=llm.seed)  # fmt: skip
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype="auto", local_files_only=True).eval()
         return cls(tok, model, name=name, max_new_tokens=llm.max_tokens, seed=llm.seed)
+
+    @classmethod
+    def over_gguf(
+        cls, tokenizer: Any, gguf: Any, *, name: str, max_new_tokens: int, n_ctx: int = 8192,
+        n_threads: int | None = None, seed: int | None = 0,
+    ) -> HFChatModel:  # fmt: skip
+        """The student's tokenizer and chat template, generating through llama.cpp over its GGUF export
+        (stopping at the tokenizer's EOS or PAD)."""
+        eos = tuple(i for i in (tokenizer.eos_token_id, tokenizer.pad_token_id) if i is not None)
+        gen = LlamaCppTokenGenerator(gguf, n_ctx=n_ctx, n_threads=n_threads, seed=seed, eos_ids=eos)
+        return cls(tokenizer, None, name=name, max_new_tokens=max_new_tokens, seed=seed, generator=gen)
 
     # --- counting -------------------------------------------------------------------------------
     def count_tokens(self, text: str) -> int:
