@@ -9,17 +9,24 @@ from agent import prompts
 from agent.leads import leads
 from agent.state import RunState
 from agent.tools.context import neutralize
-from agent.tools.fold import describe_targets
+from agent.tools.fold import describe_targets, fold_targets
+from agent.tools.search import snippet
 from eventfold.run_options import RunOptions
+
+FOLD_HINT = 0.5  # a briefing's finished questions are offered for folding past this share of the budget
 
 
 def plan_lines(run: RunState) -> list[str]:
     lines = []
     for sq in run.plan.sub_questions:
-        if sq.done:
+        if sq.done and run.plan.briefing:  # many questions, each read on its own at the end: kept short
+            lines.append(f"  {sq.id}. [done: c:{sq.evidence[0]}] {snippet(sq.text, 48)}")
+        elif sq.done:
             ids = ", ".join(f"c:{c}" for c in sq.evidence[:3])
             found = f" -> {neutralize(sq.answer)}" if sq.answer else ""
             lines.append(f"  {sq.id}. [done: {ids}] {sq.text}{found}")
+        elif run.plan.briefing and run.plan.open()[0] is not sq:  # only the next one in full
+            lines.append(f"  {sq.id}. [open] {snippet(sq.text, 48)}")
         else:
             lines.append(f"  {sq.id}. [open] {sq.text}")
     return lines
@@ -35,16 +42,42 @@ def status_line(run: RunState, options: RunOptions, tokens: int) -> str:
     if options.fold:
         folded = [f.fold_id for f in run.memory.active()]
         lines.append(f"fold targets: {describe_targets(run)} · unfold: {', '.join(folded) or 'nothing folded'}")
-    searched = [q for q in run.queries][-4:]
+    searched = [snippet(q, 60) if run.plan.briefing else q for q in run.queries][-4:]
     if searched:
         lines.append("searched: " + "; ".join(searched))
     found = leads(run)
     if found:
         lines.append("leads (names in the results, not searched yet): " + "; ".join(found))
-    if run.plan.open():
+    hint = fold_hint(run, options, tokens)
+    if hint:
+        lines.append(hint)
+    elif run.plan.open():
         nxt = run.plan.open()[0]
         lines.append(f"next: search sub-question {nxt.id}, or answer if the evidence suffices")
     elif run.plan.sub_questions:
         lead = f" such as {found[0]!r}" if found else ""
         lines.append(f"next: every sub-question has evidence: answer citing chunk ids, or search a lead{lead}")
     return "\n".join(lines)
+
+
+def fold_hint(run: RunState, options: RunOptions, tokens: int) -> str | None:
+    """In a briefing past `FOLD_HINT` of the budget: fold the finished questions' steps before the next
+    search. Its questions are independent and each is answered from the evidence kept in the state, so
+    the model loses nothing by folding them; the guard only acts if it does not. None when no fold is
+    due, or when the steps to fold also served a question still open."""
+    if not (options.fold and run.plan.briefing and run.plan.open()):
+        return None
+    if tokens < options.context_budget * FOLD_HINT:
+        return None
+    span = fold_targets(run).get("all")
+    if span is None:
+        return None
+    start, end = span
+    shown = {n for n in range(start, end + 1) if run.memory.covering(n) is None}  # not folded yet
+    inside = [sq for sq in run.plan.sub_questions if shown & set(sq.steps)]
+    if not inside or any(not sq.done for sq in inside):
+        return None
+    ids = ", ".join(str(sq.id) for sq in inside)
+    nxt = run.plan.open()[0]
+    return (f'next: call fold with target "all" now (question{"s" if len(inside) > 1 else ""} {ids} '
+            f"{'have' if len(inside) > 1 else 'has'} evidence, kept for the answers); then search sub-question {nxt.id}")

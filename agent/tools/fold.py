@@ -26,13 +26,38 @@ from agent.tools.registry import Tool, ToolError, ToolResult
 from agent.tools.search import snippet
 
 
-def _evidence_lines(run: RunState, steps: list[Step]) -> list[str]:
-    seen: dict[str, str] = {}
-    for s in steps:
-        for cid in s.chunk_ids:
-            ev = run.evidence.get(cid)
-            seen.setdefault(cid, f"c:{cid} (doc {ev.doc_id})" if ev else f"c:{cid}")
-    return list(seen.values())
+MIN_SUMMARY_WORDS = 4  # a shorter "summary" (a small model echoing its target: "all") is not one: the fold writes its own
+
+
+def _evidence_lines(run: RunState, steps: list[Step], findings: list[str]) -> list[str]:
+    """One line: the chunks the findings use (DESIGN §3: the ids used), then a count of the other
+    chunks the steps showed (unfold shows them): a block stays short however many results it hides."""
+    shown = list(dict.fromkeys(cid for s in steps for cid in s.chunk_ids))
+    if not shown:
+        return []
+    cited = set(re.findall(r"\[c:([^\]\s]+)\]", " ".join(findings)))
+    used = [c for c in shown if c in cited] or shown[:2]
+    line = ", ".join(f"c:{c}" for c in used)
+    rest = len(shown) - len(used)
+    return [line + (f" (+{rest} more shown in these steps: unfold to read them)" if rest else "")]
+
+
+def briefing_content(run: RunState, start: int, end: int) -> tuple[str, list[str], list[str]] | None:
+    """A briefing's folded questions as an index, one line per question the steps served: its text and
+    its best source, cited (the reader answers each from the evidence kept in the state, so the block
+    only has to say what was found where). None outside briefings or when the steps served none."""
+    subs = [sq for sq in run.plan.sub_questions if any(start <= n <= end for n in sq.steps)]
+    if not (run.plan.briefing and subs):
+        return None
+    findings, open_q = [], []
+    for sq in subs:
+        top = next((c for c in sq.evidence if c in run.evidence), None)
+        if top is None:
+            open_q.append(f"{sq.id}. {snippet(sq.text, 60)}: nothing found yet")
+            continue
+        ev = run.evidence[top]
+        findings.append(f"{sq.id}. {snippet(sq.text, 48)} -> {snippet(ev.title or ev.doc_id, 40)} [c:{top}]")
+    return f"questions {', '.join(str(sq.id) for sq in subs)}", findings, open_q
 
 
 def deterministic_content(run: RunState, steps: list[Step]) -> tuple[str, list[str], list[str]]:
@@ -106,9 +131,13 @@ def apply_fold(
         return memory.refold(again, len(run.steps))
     steps = run.steps[start - 1 : end]
     source: Literal["model", "llm", "deterministic"] = "deterministic"
-    if summary and summary.strip():
-        lines = [ln.strip(" -*\t") for ln in summary.strip().splitlines() if ln.strip(" -*\t")]
+    written = summary if summary and len(summary.split()) >= MIN_SUMMARY_WORDS else None
+    index = None if written else briefing_content(run, start, end)
+    if written:
+        lines = [ln.strip(" -*\t") for ln in written.strip().splitlines() if ln.strip(" -*\t")]
         title, findings, open_q, source = lines[0][:80], lines, [], "model"
+    elif index is not None:  # a briefing's finished questions: their index, no digests
+        (title, findings, open_q), granularity = index, "subtask"
     elif use_llm and ctx.options.fold_summary == "llm":
         try:
             title, findings, open_q = llm_content(ctx, steps)
@@ -125,7 +154,7 @@ def apply_fold(
         granularity=granularity,
         title=title,
         findings=findings,
-        evidence=_evidence_lines(run, steps),
+        evidence=_evidence_lines(run, steps, findings),
         open_questions=open_q,
         step_digests=[call_digest(s) for s in steps] if granularity == "step" else [],
         origin=origin,
@@ -140,8 +169,8 @@ def fold_targets(run: RunState) -> dict[str, tuple[int, int]]:
     n = len(run.steps)
     out: dict[str, tuple[int, int]] = {}
     spans = run.memory.uncovered_spans(n)
-    if spans:
-        out["all"] = (spans[0][0], n)
+    if spans:  # a briefing nests its earlier folds too: one index block of the questions done
+        out["all"] = (1 if run.plan.briefing else spans[0][0], n)
     for sq in run.plan.sub_questions:
         if sq.steps:
             out[f"sq{sq.id}"] = (min(sq.steps), max(sq.steps))
