@@ -136,3 +136,18 @@ def test_no_fold_is_offered_outside_briefings_or_below_half_the_budget(backend) 
     assert fold_hint(run, _opts(context_budget=1000, fold=False), 900) is None  # ReAct
     single = RunState(question=QS[0])
     assert fold_hint(single, _opts(context_budget=1000), 900) is None  # not a briefing
+
+
+def test_a_briefings_status_shows_the_next_question_in_full_and_the_others_short() -> None:
+    from agent.state import RunState
+    from agent.status import status_line
+
+    long_qs = [f"Question {i}: " + "which of the many long-named things " * 3 + "?" for i in (1, 2, 3)]
+    run = RunState(question=render_request(long_qs))
+    run.plan = briefing_plan(run.question)
+    run.plan.tie(1, 1, ["d1#0", "d2#0"])
+    lines = status_line(run, _opts(), 100).splitlines()
+    plan = lines[lines.index("plan:") + 1 : lines.index("plan:") + 4]
+    assert plan[0].startswith("  1. [done: c:d1#0] Question 1:") and plan[0].endswith("\u2026") and len(plan[0]) < 80
+    assert plan[1] == f"  2. [open] {long_qs[1]}"  # the next question, in full: the model searches it
+    assert plan[2].startswith("  3. [open] Question 3:") and len(plan[2]) < 70
