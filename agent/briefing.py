@@ -5,7 +5,8 @@ and no decomposition: each is already a question). The loop searches them one af
 is tied to the first open question unless the model names another — folding finished ones as the
 context grows. When it stops (every question has evidence, the step cap, the model's `answer`), each
 question still without evidence gets one search of its own (nothing is left unresearched), then the
-reader answers every question from its own evidence (`agent.chain.answer_sub_question`, no answers
+reader answers every question from its own evidence (a question it finds nothing for is searched in
+its own words once, if the model searched other words for it, and read again) (`agent.chain.answer_sub_question`, no answers
 carried between questions: they are independent) — except a "which came first" / "how many years
 after" question, answered from its two sides' dates as a single question is (`dated_answer`). The report gives one section per question, in the
 order asked, headed "### n. question" and opening with "Answer: …" and its citations (`agent.report`).
@@ -90,7 +91,10 @@ def answer_briefing(
     for sq in plan.sub_questions:
         if dated_answer(run, sq, embed, search):
             continue
-        if answer_sub_question(run, sq, model, options, embed, carry=False):
+        found = answer_sub_question(run, sq, model, options, embed, carry=False)
+        if found is None and search_verbatim(run, sq, search):
+            found = answer_sub_question(run, sq, model, options, embed, carry=False)
+        if found:
             own = set(sq.evidence)
             sq.citations = [c for c in supporting(run, sq.answer or "") if c in own][:2] or sq.evidence[:1]
     answered = [sq for sq in plan.sub_questions if sq.answer]
@@ -103,6 +107,19 @@ def answer_briefing(
     run.stop_reason = f"{run.stop_reason}; {reason}" if run.stop_reason else reason
     run.steps.append(Step(n=run.next_step, kind="forced", assistant=Message(role="assistant", content=run.answer),
                           chunk_ids=list(run.answer_citations)))  # fmt: skip
+
+
+def search_verbatim(run: RunState, sq: SubQuestion, search: Callable[[str, int], None]) -> bool:
+    """A question the reader found nothing for whose own words were never searched (a small model may
+    search another question's words for it, or copy a query from the status line): searched verbatim
+    now, its new results read first. False when its words were searched already or nothing new came."""
+    if normalize_query(sq.text) in run.queries:
+        return False
+    before = list(sq.evidence)
+    search(sq.text, sq.id)
+    fresh = [c for c in sq.evidence if c not in before]
+    sq.evidence = fresh + before
+    return bool(fresh)
 
 
 def dated_answer(run: RunState, sq: SubQuestion, embed: Embed | None, search: Callable[[str, int], None]) -> bool:

@@ -42,10 +42,12 @@ def status_line(run: RunState, options: RunOptions, tokens: int) -> str:
     if options.fold:
         folded = [f.fold_id for f in run.memory.active()]
         lines.append(f"fold targets: {describe_targets(run)} · unfold: {', '.join(folded) or 'nothing folded'}")
-    searched = [snippet(q, 60) if run.plan.briefing else q for q in run.queries][-4:]
+    # a briefing's questions are searched in their own words, one after another: the queries done and
+    # the names seen are noise there (a small model copies them into the next query)
+    searched = [] if run.plan.briefing else list(run.queries)[-4:]
     if searched:
         lines.append("searched: " + "; ".join(searched))
-    found = leads(run)
+    found = [] if run.plan.briefing else leads(run)
     if found:
         lines.append("leads (names in the results, not searched yet): " + "; ".join(found))
     hint = fold_hint(run, options, tokens)

@@ -146,8 +146,27 @@ def test_a_briefings_status_shows_the_next_question_in_full_and_the_others_short
     run = RunState(question=render_request(long_qs))
     run.plan = briefing_plan(run.question)
     run.plan.tie(1, 1, ["d1#0", "d2#0"])
+    run.queries["question 1 which of the many"] = [1]
     lines = status_line(run, _opts(), 100).splitlines()
     plan = lines[lines.index("plan:") + 1 : lines.index("plan:") + 4]
     assert plan[0].startswith("  1. [done: c:d1#0] Question 1:") and plan[0].endswith("\u2026") and len(plan[0]) < 80
     assert plan[1] == f"  2. [open] {long_qs[1]}"  # the next question, in full: the model searches it
     assert plan[2].startswith("  3. [open] Question 3:") and len(plan[2]) < 70
+    assert not [ln for ln in lines if ln.startswith(("searched:", "leads"))]  # noise a small model copies
+
+
+def test_a_question_read_as_not_found_is_searched_in_its_own_words_once(backend) -> None:
+    # the model searches other words for question 2 (a query copied from elsewhere): its reader finds
+    # nothing, so question 2 is searched verbatim, its new results read first, and read again
+    model = ScriptedChatModel(
+        [("search", {"query": "Vistula river", "sub_question": 2})],
+        text_replies=["Warsaw", "Insufficient information.", "Paris"],
+    )
+    res = run_agent(render_request(QS[:2]), AgentDeps(model, backend), _opts(max_steps=6))
+    sq2 = res.run.plan.sub_questions[1]
+    assert backend.queries == [QS[0], "Vistula river", QS[1]] and sq2.answer == "Paris"
+    verbatim = res.run.steps[-2]  # the search in its own words, the step before the forced one
+    assert verbatim.assistant.tool_calls[0].arguments["query"] == QS[1]
+    assert sq2.evidence[0] in verbatim.chunk_ids  # its results are read first
+    readers = [c["messages"][-1].content for c in model.calls if not c["tools"] and c["json_schema"] is None]
+    assert sum(f"Question: {QS[1]}" in r for r in readers) == 2  # read again after the search
