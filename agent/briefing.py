@@ -5,9 +5,9 @@ and no decomposition: each is already a question). The loop searches them one af
 is tied to the first open question unless the model names another — folding finished ones as the
 context grows. When it stops (every question has evidence, the step cap, the model's `answer`), each
 question still without evidence gets one search of its own (nothing is left unresearched), then the
-reader answers every question from its own evidence (a question it finds nothing for is searched in
-its own words once, if the model searched other words for it, and read again) (`agent.chain.answer_sub_question`, no answers
-carried between questions: they are independent) — except a "which came first" / "how many years
+reader answers every question from its own evidence (`agent.chain.answer_sub_question`, no answers
+carried between questions: they are independent; a question it finds nothing for is searched in its
+own words once, if the model searched other words for it, and read again) — except a "which came first" / "how many years
 after" question, answered from its two sides' dates as a single question is (`dated_answer`). The report gives one section per question, in the
 order asked, headed "### n. question" and opening with "Answer: …" and its citations (`agent.report`).
 """

@@ -18,6 +18,7 @@ FOLD_HINT = 0.5  # a briefing's finished questions are offered for folding past 
 
 def plan_lines(run: RunState) -> list[str]:
     lines = []
+    nxt = next(iter(run.plan.open()), None)
     for sq in run.plan.sub_questions:
         if sq.done and run.plan.briefing:  # many questions, each read on its own at the end: kept short
             lines.append(f"  {sq.id}. [done: c:{sq.evidence[0]}] {snippet(sq.text, 48)}")
@@ -25,7 +26,7 @@ def plan_lines(run: RunState) -> list[str]:
             ids = ", ".join(f"c:{c}" for c in sq.evidence[:3])
             found = f" -> {neutralize(sq.answer)}" if sq.answer else ""
             lines.append(f"  {sq.id}. [done: {ids}] {sq.text}{found}")
-        elif run.plan.briefing and run.plan.open()[0] is not sq:  # only the next one in full
+        elif run.plan.briefing and sq is not nxt:  # only the next one in full
             lines.append(f"  {sq.id}. [open] {snippet(sq.text, 48)}")
         else:
             lines.append(f"  {sq.id}. [open] {sq.text}")

@@ -16,7 +16,7 @@ import re
 from typing import Literal
 
 from agent.llm import LLMError, Message
-from agent.memory import Fold, FoldError, Step, call_digest, step_text
+from agent.memory import CITATION_RE, Fold, FoldError, Step, call_digest, step_text
 from agent.memory.blocks import Granularity
 from agent.prompts import FOLD_SCHEMA, FOLD_SYSTEM, FOLD_TEMPLATE
 from agent.state import RunState
@@ -24,7 +24,6 @@ from agent.tools.context import ToolContext
 from agent.tools.ids import plain_chunk_id
 from agent.tools.registry import Tool, ToolError, ToolResult
 from agent.tools.search import snippet
-
 
 MIN_SUMMARY_WORDS = 4  # a shorter "summary" (a small model echoing its target: "all") is not one: the fold writes its own
 
@@ -35,7 +34,7 @@ def _evidence_lines(run: RunState, steps: list[Step], findings: list[str]) -> li
     shown = list(dict.fromkeys(cid for s in steps for cid in s.chunk_ids))
     if not shown:
         return []
-    cited = set(re.findall(r"\[c:([^\]\s]+)\]", " ".join(findings)))
+    cited = set(CITATION_RE.findall(" ".join(findings)))
     used = [c for c in shown if c in cited] or shown[:2]
     line = ", ".join(f"c:{c}" for c in used)
     rest = len(shown) - len(used)
