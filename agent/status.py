@@ -13,7 +13,7 @@ from agent.tools.fold import describe_targets, fold_targets
 from agent.tools.search import snippet
 from eventfold.run_options import RunOptions
 
-FOLD_HINT = 0.5  # a briefing's finished questions are offered for folding past this share of the budget
+FOLD_HINT = 0.35  # a briefing's finished questions are offered for folding past this share of the budget
 
 
 def plan_lines(run: RunState) -> list[str]:
@@ -81,6 +81,9 @@ def fold_hint(run: RunState, options: RunOptions, tokens: int) -> str | None:
     if not inside or any(not sq.done for sq in inside):
         return None
     ids = ", ".join(str(sq.id) for sq in inside)
-    nxt = run.plan.open()[0]
-    return (f'next: call fold with target "all" now (question{"s" if len(inside) > 1 else ""} {ids} '
-            f"{'have' if len(inside) > 1 else 'has'} evidence, kept for the answers); then search sub-question {nxt.id}")
+    many = len(inside) > 1
+    share = int(100 * tokens / options.context_budget)
+    # asked to fold "now; then search" with one question done, the 1.5B searched; asked to fold "before
+    # any search", it folded (probes on the k = 8 briefings, session 12)
+    return (f'next: the context is past {share}% of the budget: call fold with target "all" before any search '
+            f"(question{'s' if many else ''} {ids} {'have' if many else 'has'} evidence, kept for the answers)")
