@@ -28,23 +28,25 @@ from agent.tools.search import snippet
 MIN_SUMMARY_WORDS = 4  # a shorter "summary" (a small model echoing its target: "all") is not one: the fold writes its own
 
 
-def _evidence_lines(run: RunState, steps: list[Step], findings: list[str]) -> list[str]:
+def _evidence_lines(run: RunState, steps: list[Step], findings: list[str], *, index: bool = False) -> list[str]:
     """One line: the chunks the findings use (DESIGN §3: the ids used), then a count of the other
-    chunks the steps showed (unfold shows them): a block stays short however many results it hides."""
+    chunks the steps showed (unfold shows them): a block stays short however many results it hides.
+    An index cites one source per line already: its ids are not written twice."""
     shown = list(dict.fromkeys(cid for s in steps for cid in s.chunk_ids))
     if not shown:
         return []
     cited = set(CITATION_RE.findall(" ".join(findings)))
     used = [c for c in shown if c in cited] or shown[:2]
-    line = ", ".join(f"c:{c}" for c in used)
+    line = "the sources cited above" if index and cited else ", ".join(f"c:{c}" for c in used)
     rest = len(shown) - len(used)
     return [line + (f" (+{rest} more shown in these steps: unfold to read them)" if rest else "")]
 
 
 def briefing_content(run: RunState, start: int, end: int) -> tuple[str, list[str], list[str]] | None:
-    """A briefing's folded questions as an index, one line per question the steps served: its text and
-    its best source, cited (the reader answers each from the evidence kept in the state, so the block
-    only has to say what was found where). None outside briefings or when the steps served none."""
+    """A briefing's folded questions as an index, one line per question the steps served: its number
+    and its best source, cited (the reader answers each from the evidence kept in the state, so the block
+    only has to say what was found where; the request and the plan hold the questions' words). None
+    outside briefings or when the steps served none."""
     subs = [sq for sq in run.plan.sub_questions if any(start <= n <= end for n in sq.steps)]
     if not (run.plan.briefing and subs):
         return None
@@ -55,7 +57,7 @@ def briefing_content(run: RunState, start: int, end: int) -> tuple[str, list[str
             open_q.append(f"{sq.id}. {snippet(sq.text, 60)}: nothing found yet")
             continue
         ev = run.evidence[top]
-        findings.append(f"{sq.id}. {snippet(sq.text, 48)} -> {snippet(ev.title or ev.doc_id, 40)} [c:{top}]")
+        findings.append(f"question {sq.id} -> {snippet(ev.title or ev.doc_id, 40)} [c:{top}]")
     return f"questions {', '.join(str(sq.id) for sq in subs)}", findings, open_q
 
 
@@ -153,7 +155,7 @@ def apply_fold(
         granularity=granularity,
         title=title,
         findings=findings,
-        evidence=_evidence_lines(run, steps, findings),
+        evidence=_evidence_lines(run, steps, findings, index=index is not None and not written),
         open_questions=open_q,
         step_digests=[call_digest(s) for s in steps] if granularity == "step" else [],
         origin=origin,

@@ -118,10 +118,10 @@ def test_a_briefing_past_a_third_of_its_budget_offers_the_finished_questions_to_
     assert f1.summary_source == "deterministic" and f1.origin == "model"  # "all" is no summary: the fold wrote one
     # a briefing's fold is an index of its finished questions, their best source cited; the second
     # `fold all` nests the first: one block for questions 1-2, however many questions are done
-    assert f1.findings == ["1. Where was Marie Curie born? -> Marie Curie [c:d1#0]"]
-    assert f1.evidence == ["c:d1#0 (+3 more shown in these steps: unfold to read them)"]
+    assert f1.findings == ["question 1 -> Marie Curie [c:d1#0]"]  # the request and the plan hold its words
+    assert f1.evidence == ["the sources cited above (+3 more shown in these steps: unfold to read them)"]
     assert (f2.start, f2.status, f2.children, f1.status) == (1, "active", ["F1"], "absorbed")
-    assert [f.split(" ->")[0] for f in f2.findings] == ["1. Where was Marie Curie born?", "2. Where was Pierre Curie born?"]
+    assert [f.split(" ->")[0] for f in f2.findings] == ["question 1", "question 2"]
     assert [sq.answer for sq in run.plan.sub_questions] == ["Warsaw", "Paris", "the Vistula"]
 
 
