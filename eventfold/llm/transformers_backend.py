@@ -14,6 +14,11 @@ agent and the RL environment measure context in the tokens the trained model wil
   response parser (``tokenizer.parse_response``, set by TRL's ``add_response_schema`` for its
   bundled templates). Without a model, ``chat`` raises ``LLMError``: a tokenizer-only instance is
   for counting (the RL environment, where TRL generates).
+- ``tool_choice="required"`` is kept by decoding, as llama.cpp's grammar and vLLM's guided decoding
+  keep it: the reply starts with the template's own tool-call opener (Qwen2.5: ``<tool_call>`` and
+  ``{"name": "``, the very tokens the student is trained on, ``call_opener_ids``) and the model writes
+  the rest — which tool, its arguments, the end of the call. Without it a small student may end its
+  turn at once or write a bare JSON object, and the turn is lost;
 - prefix reuse: the key/value cache of the previous prompt is kept, cut to the longest common token
   prefix with the next one and only the rest is evaluated (an agent's turns share the system prompt,
   the tools and the trajectory so far), as llama.cpp does; outputs are the same as without it.
@@ -63,6 +68,35 @@ def hf_tools(tools: list[ToolSpec] | None) -> list[dict[str, Any]] | None:
     return [t.to_openai() for t in tools] if tools else None
 
 
+_PROBE_TOOL = "zq_probe_tool"
+
+
+def call_opener_ids(tokenizer: Any) -> list[int]:
+    """The token ids a tool call of this chat template starts with, up to the tool's name (Qwen2.5:
+    ``<tool_call>``, ``\n``, ``{"name": "``), taken from the template itself and tokenized as training
+    tokenizes an assistant turn, so a forced opener is the exact token prefix the model learned; [] when
+    the template renders no tool calls."""
+    user = [{"role": "user", "content": "q"}]
+    tools = [{"type": "function", "function": {"name": _PROBE_TOOL, "description": "d",
+                                               "parameters": {"type": "object", "properties": {}}}}]  # fmt: skip
+    call = {"role": "assistant", "content": "",
+            "tool_calls": [{"type": "function", "function": {"name": _PROBE_TOOL, "arguments": {}}}]}  # fmt: skip
+    try:
+        head = tokenizer.apply_chat_template(user, tools=tools, tokenize=False, add_generation_prompt=True)
+        full = tokenizer.apply_chat_template([*user, call], tools=tools, tokenize=False)
+    except Exception:  # a template without tool calls
+        return []
+    if not full.startswith(head) or _PROBE_TOOL not in full[len(head) :]:
+        return []
+    turn = full[len(head) :]
+    opener = turn[: turn.index(_PROBE_TOOL)]
+    ids = tokenizer(turn, add_special_tokens=False)["input_ids"]
+    keep = 0  # the longest run of the turn's own tokens that spells a prefix of the opener
+    while keep < len(ids) and opener.startswith(tokenizer.decode(ids[: keep + 1], skip_special_tokens=False)):
+        keep += 1
+    return ids[:keep]
+
+
 class HFChatModel:
     """`ChatModel` over a transformers tokenizer (+ optional model) with a tool-capable chat template."""
 
@@ -85,6 +119,7 @@ class HFChatModel:
         self._cache: Any = None  # key/value cache of the last call, and the token ids it covers
         self._cache_ids: list[int] = []
         self._reused_torch = 0
+        self._opener: list[int] | None = None  # call_opener_ids, computed on the first required call
 
     @property
     def reused_tokens(self) -> int:
@@ -159,13 +194,18 @@ class HFChatModel:
             raise LLMError(f"{self.name}: JSON-schema constrained generation is not supported")
         prompt = self.render(messages, tools if tool_choice != "none" else None)
         ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        forced: list[int] = []
+        if tools and tool_choice == "required":
+            if self._opener is None:
+                self._opener = call_opener_ids(self.tokenizer)
+            forced = self._opener
         with self._lock, torch.no_grad():
             reused = self.reused_tokens
-            new_ids = self._generate(ids, max_tokens or self.max_new_tokens, temperature)
-            evaluated = len(ids) - (self.reused_tokens - reused)
-        text = self.tokenizer.decode(new_ids, skip_special_tokens=False)
+            new_ids = self._generate(ids + forced, max_tokens or self.max_new_tokens, temperature)
+            evaluated = len(ids) + len(forced) - (self.reused_tokens - reused)
+        text = self.tokenizer.decode(forced + new_ids, skip_special_tokens=False)
         message = self._parse(text, prompt)
-        usage = Usage(prompt_tokens=len(ids), completion_tokens=len(new_ids), evaluated_prompt_tokens=evaluated)
+        usage = Usage(prompt_tokens=len(ids) + len(forced), completion_tokens=len(new_ids), evaluated_prompt_tokens=evaluated)
         eos = self.tokenizer.eos_token_id
         return ChatResponse(
             message=message, usage=usage, model=self.name,

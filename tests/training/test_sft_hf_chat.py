@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from eventfold.llm.transformers_backend import HFChatModel, hf_message
+from eventfold.llm.transformers_backend import HFChatModel, call_opener_ids, hf_message
 from eventfold.llm.types import LLMError, Message, ToolSpec
 from training.common.loading import load_model_and_tokenizer
 
@@ -17,18 +17,43 @@ def test_generates_and_parses_a_tool_call(tiny_model_dir) -> None:
     from trl.chat_template_utils import add_response_schema
 
     model, tok = load_model_and_tokenizer(tiny_model_dir)
-    reply = '<tool_call>\n{"name": "search", "arguments": {"query": "storm"}}\n</tool_call><|im_end|>'
+    opener = call_opener_ids(tok)
+    # the template's own start of a call, as training tokenizes an assistant turn (this tiny model's
+    # template writes an empty think block first)
+    assert tok.decode(opener).endswith('<tool_call>\n{"name": "')
+    seen: list[list[int]] = []
+    rest = 'search", "arguments": {"query": "storm"}}\n</tool_call><|im_end|>'
 
     def generate(input_ids=None, attention_mask=None, **kw):
-        return torch.cat([input_ids, torch.tensor([tok(reply, add_special_tokens=False).input_ids])], dim=1)
+        seen.append(input_ids[0].tolist())
+        return torch.cat([input_ids, torch.tensor([tok(rest, add_special_tokens=False).input_ids])], dim=1)
 
     model.generate = generate
     chat = HFChatModel(add_response_schema(tok), model, name="tiny")
     msgs = [Message(role="system", content="s"), Message(role="user", content="When was the storm?")]
     resp = chat.chat(msgs, tools=[SEARCH], tool_choice="required", temperature=0.0)
+    # "required" is kept by decoding: the model continues from the call's opener, which the reply keeps
+    assert seen[0][-len(opener):] == opener
     assert resp.tool_calls[0].name == "search" and resp.tool_calls[0].arguments == {"query": "storm"}
-    assert resp.finish_reason == "stop" and resp.usage.prompt_tokens == chat.count_message_tokens(msgs, [SEARCH])
+    counted = chat.count_message_tokens(msgs, [SEARCH])
+    assert resp.finish_reason == "stop" and resp.usage.prompt_tokens == counted + len(opener)
     assert chat.count_message_tokens(msgs, [SEARCH]) > chat.count_message_tokens(msgs)
+
+
+def test_a_free_turn_is_not_forced_into_a_call(tiny_model_dir) -> None:
+    model, tok = load_model_and_tokenizer(tiny_model_dir)
+    seen: list[list[int]] = []
+
+    def generate(input_ids=None, attention_mask=None, **kw):
+        seen.append(input_ids[0].tolist())
+        return torch.cat([input_ids, torch.tensor([tok("Paris<|im_end|>", add_special_tokens=False).input_ids])], dim=1)
+
+    model.generate = generate
+    chat = HFChatModel(tok, model, name="tiny")
+    msgs = [Message(role="user", content="Capital of France?")]
+    resp = chat.chat(msgs, tools=[SEARCH], tool_choice="auto", temperature=0.0)
+    assert resp.text == "Paris" and not resp.tool_calls
+    assert len(seen[0]) == chat.count_message_tokens(msgs, [SEARCH])  # the prompt alone, nothing forced
 
 
 def test_tokenizer_only_counts_but_cannot_generate(tiny_model_dir) -> None:
