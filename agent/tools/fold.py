@@ -61,6 +61,14 @@ def briefing_content(run: RunState, start: int, end: int) -> tuple[str, list[str
     return f"questions {', '.join(str(sq.id) for sq in subs)}", findings, open_q
 
 
+def next_search(run: RunState) -> str:
+    """After a briefing's fold: which question to search next, in its own words. The fold hid the
+    searches the model copied its queries from; without this the 1.5B searched the next question by a
+    keyword or two ("Flute Sonata in C major, BWV 1033") and its reader lost the bridge (k = 8 probe)."""
+    nxt = next(iter(run.plan.open()), None) if run.plan.briefing else None
+    return f". Next: search sub-question {nxt.id} with its full text as the query." if nxt else ""
+
+
 def deterministic_content(run: RunState, steps: list[Step]) -> tuple[str, list[str], list[str]]:
     """Title, findings and open questions extracted from the steps without an LLM."""
     queries, findings, empty = [], [], []
@@ -235,7 +243,8 @@ def make_fold(ctx: ToolContext) -> Tool:
                 "summary_source": block.summary_source,
             }
         )
-        return ToolResult(content=f"Folded steps {block.start}-{block.end} into {block.fold_id}: {block.title}")
+        done = f"Folded steps {block.start}-{block.end} into {block.fold_id}: {block.title}"
+        return ToolResult(content=done + next_search(run))
 
     def choices() -> dict[str, list[object]]:
         return {"target": list(fold_targets(ctx.run))}

@@ -123,6 +123,11 @@ def test_a_briefing_past_a_third_of_its_budget_offers_the_finished_questions_to_
     assert (f2.start, f2.status, f2.children, f1.status) == (1, "active", ["F1"], "absorbed")
     assert [f.split(" ->")[0] for f in f2.findings] == ["question 1", "question 2"]
     assert [sq.answer for sq in run.plan.sub_questions] == ["Warsaw", "Paris", "the Vistula"]
+    # the fold hid the searches the model copied its queries from: its result names the next search
+    fold_results = [s.results[0].content for s in run.steps if s.kind != "invalid" and s.assistant.tool_calls
+                    and s.assistant.tool_calls[0].name == "fold"]
+    assert fold_results[0].endswith("Next: search sub-question 2 with its full text as the query.")
+    assert fold_results[-1].endswith("Next: search sub-question 3 with its full text as the query.")
 
 
 def test_no_fold_is_offered_outside_briefings_or_below_the_hint_share(backend) -> None:
