@@ -140,8 +140,11 @@ def apply_fold(
         return memory.refold(again, len(run.steps))
     steps = run.steps[start - 1 : end]
     source: Literal["model", "llm", "deterministic"] = "deterministic"
-    written = summary if summary and len(summary.split()) >= MIN_SUMMARY_WORDS else None
-    index = None if written else briefing_content(run, start, end)
+    # a briefing's fold is its index, whatever the model wrote as a summary: each question is answered
+    # from the evidence kept in the state, and the 1.5B "summarized" by copying the status line
+    # ("The context is past 38% of the budget.")
+    index = briefing_content(run, start, end)
+    written = summary if index is None and summary and len(summary.split()) >= MIN_SUMMARY_WORDS else None
     if written:
         lines = [ln.strip(" -*\t") for ln in written.strip().splitlines() if ln.strip(" -*\t")]
         title, findings, open_q, source = lines[0][:80], lines, [], "model"

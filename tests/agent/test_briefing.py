@@ -97,7 +97,7 @@ def test_a_briefing_past_a_third_of_its_budget_offers_the_finished_questions_to_
     # the span served a question with evidence; the model follows it, the block is short (the chunks
     # its findings use, the rest counted), and each question is still answered from its own evidence
     model = ScriptedChatModel(
-        [("fold", {"target": "all", "summary": "all"}), ("search", {"query": "Pierre Curie born"}),
+        [("fold", {"target": "all", "summary": "The context is past 62% of the budget."}), ("search", {"query": "Pierre Curie born"}),
          ("fold", {"target": "all"})],
         text_replies=["Warsaw", "Paris", "the Vistula"],
     )  # fmt: skip
@@ -115,7 +115,7 @@ def test_a_briefing_past_a_third_of_its_budget_offers_the_finished_questions_to_
     assert hint in statuses[0] and "next: the context is past 6" in statuses[0]  # 62% of the budget
     assert run.counters.folds == 2 and run.counters.guard_folds == 0  # the model's own folds
     f1, f2 = run.memory.folds["F1"], run.memory.folds["F2"]
-    assert f1.summary_source == "deterministic" and f1.origin == "model"  # "all" is no summary: the fold wrote one
+    assert f1.summary_source == "deterministic" and f1.origin == "model"  # a briefing's fold is its index
     # a briefing's fold is an index of its finished questions, their best source cited; the second
     # `fold all` nests the first: one block for questions 1-2, however many questions are done
     assert f1.findings == ["question 1 -> Marie Curie [c:d1#0]"]  # the request and the plan hold its words
