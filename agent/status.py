@@ -13,13 +13,27 @@ from agent.tools.fold import describe_targets, fold_targets
 from agent.tools.search import snippet
 from eventfold.run_options import RunOptions
 
-FOLD_HINT = 0.35  # a briefing's finished questions are offered for folding past this share of the budget
+FOLD_HINT = 0.25  # a briefing's finished questions are offered for folding past this share of the budget
+
+
+def folded_lines(run: RunState) -> tuple[list[str], set[int]]:
+    """A briefing's done questions whose steps all lie in one active fold: one line per fold ("1, 2, 3.
+    [done: folded in F2]") — the block's index cites each one's source already — and their ids."""
+    groups: dict[str, list[int]] = {}
+    for sq in run.plan.sub_questions:
+        folds = {f.fold_id if (f := run.memory.covering(n)) else None for n in sq.steps}
+        if run.plan.briefing and sq.done and len(folds) == 1 and None not in folds:
+            groups.setdefault(folds.pop(), []).append(sq.id)
+    lines = [f"  {', '.join(map(str, ids))}. [done: folded in {fid}]" for fid, ids in groups.items()]
+    return lines, {i for ids in groups.values() for i in ids}
 
 
 def plan_lines(run: RunState) -> list[str]:
-    lines = []
+    lines, folded = folded_lines(run)
     nxt = next(iter(run.plan.open()), None)
     for sq in run.plan.sub_questions:
+        if sq.id in folded:
+            continue
         if sq.done and run.plan.briefing:  # many questions, each read on its own at the end: kept short
             lines.append(f"  {sq.id}. [done: c:{sq.evidence[0]}] {snippet(sq.text, 48)}")
         elif sq.done:

@@ -93,7 +93,7 @@ def test_a_temporal_question_in_a_briefing_is_answered_from_dates(backend) -> No
 
 
 def test_a_briefing_past_a_third_of_its_budget_offers_the_finished_questions_to_fold(backend) -> None:
-    # the status line asks for `fold all` once the context passes FOLD_HINT (.35) of the budget and every step in
+    # the status line asks for `fold all` once the context passes FOLD_HINT (.25) of the budget and every step in
     # the span served a question with evidence; the model follows it, the block is short (the chunks
     # its findings use, the rest counted), and each question is still answered from its own evidence
     model = ScriptedChatModel(
@@ -106,7 +106,7 @@ def test_a_briefing_past_a_third_of_its_budget_offers_the_finished_questions_to_
     probe = ScriptedChatModel([("answer", {"answer": "Warsaw"})], text_replies=["Warsaw"] * 3)
     run_agent(render_request(QS), AgentDeps(probe, backend), _opts(max_steps=2, context_budget=100_000))
     opened = int(re.search(r"context (\d+) of", probe.calls[0]["messages"][-1].content).group(1))
-    budget = int(opened * 1.6)  # the seeded context is past .35 of it, far from the guard
+    budget = int(opened * 1.6)  # the seeded context is past .25 of it, far from the guard
     opts = _opts(max_steps=10, fold_summary="deterministic", context_budget=budget)
     res = run_agent(render_request(QS), AgentDeps(model, backend), opts)
     run = res.run
@@ -128,6 +128,10 @@ def test_a_briefing_past_a_third_of_its_budget_offers_the_finished_questions_to_
                     and s.assistant.tool_calls[0].name == "fold"]
     assert fold_results[0].endswith("Next: search sub-question 2 with its full text as the query.")
     assert fold_results[-1].endswith("Next: search sub-question 3 with its full text as the query.")
+    # a folded question's plan line is its number and its block (the index cites its source): the
+    # status line does not repeat its words and ids
+    assert "  1. [done: folded in F1]" in statuses[1] and QS[0][:30] not in statuses[1]
+    assert "  2. [done: c:" in statuses[2]  # searched since the fold: shown in full until folded
 
 
 def test_no_fold_is_offered_outside_briefings_or_below_the_hint_share(backend) -> None:
@@ -137,7 +141,7 @@ def test_no_fold_is_offered_outside_briefings_or_below_the_hint_share(backend) -
     run = RunState(question=render_request(QS))
     run.plan = briefing_plan(run.question)
     run.plan.tie(1, 1, ["d1#0"])
-    assert fold_hint(run, _opts(context_budget=1000), 340) is None  # below .35 of the budget
+    assert fold_hint(run, _opts(context_budget=1000), 240) is None  # below .25 of the budget
     assert fold_hint(run, _opts(context_budget=1000, fold=False), 900) is None  # ReAct
     single = RunState(question=QS[0])
     assert fold_hint(single, _opts(context_budget=1000), 900) is None  # not a briefing
