@@ -160,6 +160,9 @@ class GRPOSection(_Strict):
     temperature: float = Field(1.0, gt=0)
     max_completion_length: int = Field(512, ge=8)
     max_tool_calling_iterations: int = Field(8, ge=1)
+    call_opener: bool = Field(
+        True, description="each turn starts from the template's tool-call opener, as the agent serves it (training.rl.opener)"
+    )
     logging_steps: int = Field(1, ge=1)
     save_steps: int = Field(50, ge=1)
     bf16: bool = False

@@ -33,7 +33,12 @@ def scripted_policy(text: str, row: int) -> str:
     return script[turn - 1] if turn - 1 < len(script) else "done<|im_end|>"
 
 
-def patch_generate(model, tok) -> list[int]:
+OPENED = '<tool_call>\n{"name": "'  # the end of a prompt forced to a tool call (training.rl.opener)
+
+
+def patch_generate(model, tok, prompts: list[str] | None = None) -> list[int]:
+    """The scripted policy in place of `generate`; a prompt that ends with the tool-call opener gets the
+    script's call from the tool's name on (the opener is the prompt's). `prompts` collects the prompts."""
     calls: list[int] = []
 
     def generate(input_ids=None, attention_mask=None, **kw):
@@ -41,7 +46,12 @@ def patch_generate(model, tok) -> list[int]:
         outs = []
         for i in range(input_ids.shape[0]):
             text = tok.decode(input_ids[i][attention_mask[i].bool()])
-            outs.append(tok(scripted_policy(text, i), add_special_tokens=False).input_ids)
+            reply = scripted_policy(text, i)
+            if text.endswith(OPENED) and reply.startswith("<tool_call>"):
+                reply = reply.split(OPENED, 1)[1]
+            if prompts is not None:
+                prompts.append(text)
+            outs.append(tok(reply, add_special_tokens=False).input_ids)
         width = max(len(o) for o in outs)
         padded = torch.tensor([o + [tok.pad_token_id] * (width - len(o)) for o in outs])
         return torch.cat([input_ids, padded.to(input_ids.device)], dim=1)
@@ -101,7 +111,9 @@ def trainer_params(path):
 def test_tool_results_are_masked(tmp_path, tiny_model_dir, questions, lexical_backend) -> None:
     cfg = _cfg(tmp_path, tiny_model_dir)
     model, tok = load_model_and_tokenizer(tiny_model_dir)
-    patch_generate(model, tok)
+    template = tok.chat_template
+    prompts: list[str] = []
+    patch_generate(model, tok, prompts)
     trainer = build_rl_trainer(cfg, questions, lexical_backend, model=model, tokenizer=tok)
     batch = next(iter(trainer.get_train_dataloader()))
     out = trainer._generate_and_score_completions(batch)
@@ -109,8 +121,15 @@ def test_tool_results_are_masked(tmp_path, tiny_model_dir, questions, lexical_ba
     for r in range(ids.shape[0]):
         trained = tok.decode(ids[r][(mask[r] * tool_mask[r]).bool()])
         masked = tok.decode(ids[r][(mask[r] * (1 - tool_mask[r])).bool()])
-        assert "<tool_call>" in trained and "<tool_response>" not in trained
+        # the policy writes each call from the tool's name on: the forced opener is prompt or suffix, not trained
+        assert '"arguments"' in trained and "<tool_call>" not in trained and "<tool_response>" not in trained
         assert "<tool_response>" in masked and "[status] step 2 of 4 · context" in masked
+        assert OPENED in masked  # the later turns' openers, inside the tool suffixes
+    # every turn was asked as the agent asks it, up to the answer; the turn after it is free
+    answered = [p for p in prompts if "the episode is over" in p.rsplit("<tool_response>", 1)[-1]]
+    assert answered and all(not p.endswith(OPENED) for p in answered)
+    assert all(p.endswith(OPENED) for p in prompts if p not in answered)
+    assert tok.chat_template == template  # the template saved with the model is not the forcing one
 
 
 def test_scheduled_sampler_follows_the_scheduler(tmp_path, tiny_model_dir, questions) -> None:

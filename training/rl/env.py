@@ -37,6 +37,7 @@ from agent.state import RunState
 from agent.status import status_line
 from eventfold.run_options import RunOptions, run_options_with
 from eventrag.schema import SearchBackend
+from training.rl.opener import EPISODE_OVER
 from training.rl.rewards import EpisodeOutcome, RewardBreakdown, RewardConfig, episode_reward
 
 # the research environment's own run defaults (short episodes, short results); keys a config leaves out
@@ -124,11 +125,11 @@ class ResearchEnv:
             raise EnvError("call reset() before using a tool")
         if run.status != "running":
             run.counters.tool_errors += 1
-            return "error: the episode has ended (an answer was given); do not call more tools"
+            return f"error: the episode has ended (an answer was given); do not call more tools\n{EPISODE_OVER}"
         if len(run.steps) >= self._options.max_steps:
             run.counters.tool_errors += 1
             run.status, run.stop_reason = "forced", f"step cap of {self._options.max_steps} reached"
-            return f"error: step cap of {self._options.max_steps} reached; the episode is over"
+            return f"error: step cap of {self._options.max_steps} reached\n{EPISODE_OVER}"
         args = {k: v for k, v in arguments.items() if v is not None}
         call = ToolCall(id=f"call_{run.next_step}", name=name, arguments=args)
         run.pending = [Message(role="assistant", content="", tool_calls=[call])]
@@ -138,6 +139,8 @@ class ResearchEnv:
             run = RunState.from_graph(update) if update else run
         self._run = run
         self._sample_context()
+        if run.status != "running":  # answered: the next turn is free (no call), so TRL's loop ends
+            return f"{run.steps[-1].results[0].content}\n{EPISODE_OVER}"
         return f"{run.steps[-1].results[0].content}\n{self._status()}"
 
     def _status(self) -> str:

@@ -47,6 +47,7 @@ from training.common.time_budget import TimeBudget
 from training.config import RLRunConfig
 from training.rl.env import ResearchEnv, research_reward
 from training.rl.schedule import Scheduler, cluster_questions
+from training.rl.opener import force_call_opener
 from training.rl.tool_parse import with_text_call_repair
 from training.sft.data import TrainingQuestion
 from training.sft.train import ensure_model, last_checkpoint, peft_config
@@ -248,6 +249,8 @@ def build_rl_trainer(
     )
     trainer.eventfold_scheduler = scheduler
     render_registry_schemas(trainer, specs)
+    if cfg.grpo.call_opener:
+        force_call_opener(trainer, tokenizer)
     return trainer
 
 
