@@ -66,7 +66,9 @@ def next_search(run: RunState) -> str:
     searches the model copied its queries from; without this the 1.5B searched the next question by a
     keyword or two ("Flute Sonata in C major, BWV 1033") and its reader lost the bridge (k = 8 probe)."""
     nxt = next(iter(run.plan.open()), None) if run.plan.briefing else None
-    return f". Next: search sub-question {nxt.id} with its full text as the query." if nxt else ""
+    # naming it by number, the 1.5B once searched another question's words and once the tail of a long
+    # question (k = 8, session 13): its words are quoted here, to be copied as they are
+    return f'. Next: search sub-question {nxt.id} with its full text as the query: "{nxt.text}"' if nxt else ""
 
 
 def deterministic_content(run: RunState, steps: list[Step]) -> tuple[str, list[str], list[str]]:

@@ -126,8 +126,8 @@ def test_a_briefing_past_a_third_of_its_budget_offers_the_finished_questions_to_
     # the fold hid the searches the model copied its queries from: its result names the next search
     fold_results = [s.results[0].content for s in run.steps if s.kind != "invalid" and s.assistant.tool_calls
                     and s.assistant.tool_calls[0].name == "fold"]
-    assert fold_results[0].endswith("Next: search sub-question 2 with its full text as the query.")
-    assert fold_results[-1].endswith("Next: search sub-question 3 with its full text as the query.")
+    assert fold_results[0].endswith(f'Next: search sub-question 2 with its full text as the query: "{QS[1]}"')
+    assert fold_results[-1].endswith(f'Next: search sub-question 3 with its full text as the query: "{QS[2]}"')
     # a folded question's plan line is its number and its block (the index cites its source): the
     # status line does not repeat its words and ids
     assert "  1. [done: folded in F1]" in statuses[1] and QS[0][:30] not in statuses[1]
