@@ -49,3 +49,25 @@ def test_native_calls_plain_text_and_unknown_tools_are_left_alone(tiny_model_dir
     unknown = '{"name": "delete_everything", "arguments": {}}' + tok.eos_token
     assert "tool_calls" not in parse(tok, unknown)
     assert with_text_call_repair(tok, NAMES) is tok  # wrapping twice keeps one fallback
+
+
+def test_a_turn_forced_open_is_repaired_with_its_opener(tiny_model_dir: Path) -> None:
+    # the packaged 0.5B, forced to open its call (training.rl.opener), wrote the rest without the closing
+    # tag: the template's parser refuses it, and without its opener it is no call at all
+    from training.rl.opener import opener_template, opener_text
+
+    tok = tokenizer(tiny_model_dir)
+    opener = opener_text(tok)
+    forced = opener_template(tok.chat_template, opener)
+    prompt = ids(tok, tok.apply_chat_template([{"role": "user", "content": "q"}], tokenize=False,
+                                              add_generation_prompt=True, chat_template=forced))
+    rest = ids(tok, 'read", "arguments": {"id": "q1"}}' + tok.eos_token)
+    assert not parse_response(tok, rest, prefix=prompt).get("tool_calls")
+    with_text_call_repair(tok, NAMES, opener)
+    call = parse_response(tok, rest, prefix=prompt)["tool_calls"][0]["function"]
+    assert call == {"name": "read", "arguments": {"id": "q1"}}
+    # a turn that was not forced open is read as written: the same words are no call there
+    free = ids(tok, tok.apply_chat_template([{"role": "user", "content": "q"}], tokenize=False, add_generation_prompt=True))
+    assert not parse_response(tok, rest, prefix=free).get("tool_calls")
+    plain = ids(tok, '{"name": "search", "arguments": {"query": "x"}}' + tok.eos_token)
+    assert parse_response(tok, plain, prefix=free)["tool_calls"][0]["function"]["name"] == "search"

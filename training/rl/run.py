@@ -47,7 +47,7 @@ from training.common.time_budget import TimeBudget
 from training.config import RLRunConfig
 from training.rl.env import ResearchEnv, research_reward
 from training.rl.schedule import Scheduler, cluster_questions
-from training.rl.opener import force_call_opener
+from training.rl.opener import force_call_opener, opener_text
 from training.rl.tool_parse import with_text_call_repair
 from training.sft.data import TrainingQuestion
 from training.sft.train import ensure_model, last_checkpoint, peft_config
@@ -221,7 +221,8 @@ def build_rl_trainer(
         model, tokenizer = load_model_and_tokenizer(ensure_model(cfg.model), dtype=cfg.model.dtype)
     counter = HFChatModel(tokenizer, name="policy-tokenizer")
     specs = ResearchEnv(backend, counter, cfg.env)._tool_specs()
-    tokenizer = with_text_call_repair(tokenizer, [s.name for s in specs])  # the calls inference would run
+    opener = opener_text(tokenizer) if cfg.grpo.call_opener else ""
+    tokenizer = with_text_call_repair(tokenizer, [s.name for s in specs], opener)  # the calls inference would run
     scheduler = None
     if cfg.schedule.enabled:
         labels = cluster_questions(

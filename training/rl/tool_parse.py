@@ -19,26 +19,39 @@ from agent.tools.repair import parse_text_call
 from eventfold.llm.types import ToolCall
 
 
-def with_text_call_repair(tokenizer: Any, tool_names: Iterable[str]) -> Any:
+def with_text_call_repair(tokenizer: Any, tool_names: Iterable[str], opener: str = "") -> Any:
     """`tokenizer` with its `parse_response` falling back to the agent's plain-JSON call repair when
-    the template's parser finds no tool call (mutates and returns `tokenizer`)."""
+    the template's parser finds no tool call (mutates and returns `tokenizer`). With `opener` (the
+    tool-call opener the generation prompt forces, `training.rl.opener`), a turn whose prompt ends with
+    it is repaired as opener + continuation, as the agent repairs the student's served turn: the
+    packaged 0.5B, forced, wrote `read", "arguments": {"id": "q1"}}<|im_end|>` (no closing tag), which
+    the template's parser refuses and which is no call without its opener."""
     native = tokenizer.parse_response
     if getattr(native, "eventfold_repair", False):
         return tokenizer
     names = list(tool_names)
+    opener_ids = tokenizer(opener, add_special_tokens=False)["input_ids"] if opener else []
+
+    def repaired(ids: Any, prefix: Any) -> ToolCall | None:
+        text = ids if isinstance(ids, str) else tokenizer.decode(ids, skip_special_tokens=True)
+        tail = [int(t) for t in prefix[-len(opener_ids) :]] if opener_ids and prefix is not None else None
+        if opener_ids and (tail == opener_ids or prefix is None):  # opened (or unknown: try it opened first)
+            call = parse_text_call(opener + text, names)
+            if call is not None or prefix is not None:
+                return call
+        return parse_text_call(text, names)
 
     def parse_response(ids: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             parsed = native(ids, *args, **kwargs)
         except (ValueError, TypeError):  # malformed template output: TRL decodes it as plain text
-            text = ids if isinstance(ids, str) else tokenizer.decode(ids, skip_special_tokens=True)
-            call = parse_text_call(text, names)
+            call = repaired(ids, kwargs.get("prefix"))
             if call is None:
                 raise
             return _with_call({"role": "assistant"}, call)
         if not isinstance(parsed, dict) or parsed.get("tool_calls"):
             return parsed
-        call = parse_text_call(str(parsed.get("content") or ""), names)
+        call = repaired(ids, kwargs.get("prefix"))
         return parsed if call is None else _with_call(parsed, call)
 
     parse_response.eventfold_repair = True  # type: ignore[attr-defined]
