@@ -66,6 +66,12 @@ def numbered_questions(text: str) -> list[str]:
     return _split(text)[1]
 
 
+def asks_questions(plan: Plan) -> bool:
+    """Most of the briefing's items are questions (a long request's numbered items may be topics or
+    definitions: `agent.outline` plans those)."""
+    return sum(sq.text.rstrip().endswith("?") for sq in plan.sub_questions) * 2 >= len(plan.sub_questions)
+
+
 def briefing_plan(question: str) -> Plan | None:
     """The plan of a briefing request (its first `MAX_QUESTIONS` questions), None for any other question."""
     items = numbered_questions(question)
@@ -98,7 +104,8 @@ def answer_briefing(
             own = set(sq.evidence)
             sq.citations = [c for c in supporting(run, sq.answer or "") if c in own][:2] or sq.evidence[:1]
     answered = [sq for sq in plan.sub_questions if sq.answer]
-    run.answer = f"{len(answered)} of {len(plan.sub_questions)} questions answered from the evidence (one section each)"
+    what = "requirements" if plan.outline else "questions"
+    run.answer = f"{len(answered)} of {len(plan.sub_questions)} {what} answered from the evidence (one section each)"
     run.answer_source, run.answer_supported = "reader", bool(answered)
     run.answer_citations = list(dict.fromkeys(c for sq in answered for c in sq.citations))
     if run.status != "answered":

@@ -16,10 +16,14 @@ from __future__ import annotations
 from agent.focus import Embed
 from agent.llm import ChatModel, LLMError
 from agent.plan import SubQuestion
+from agent.prompts import INSUFFICIENT
 from agent.reader import first_line, is_insufficient, reader_messages
 from agent.state import Evidence, RunState
 from agent.tools.context import counted_chat
 from eventfold.run_options import RunOptions
+
+FINDING_TOKENS = 96  # a finding is a sentence or two
+FINDING_CHARS = 400
 
 
 def chained_query(run: RunState, sq: SubQuestion) -> str:
@@ -49,12 +53,24 @@ def answer_sub_question(
     if not passages:
         return None
     facts = run.plan.facts(before=sq.id) if carry else []
-    messages = reader_messages(sq.text, passages, embed, facts=facts)
+    finding = run.plan.outline  # a report's requirement: a sentence or two, not a few words
+    messages = reader_messages(sq.text, passages, embed, facts=facts, finding=finding)
+    tokens = max(options.answer_max_tokens, FINDING_TOKENS) if finding else options.answer_max_tokens
     try:
-        resp = counted_chat(run, model, messages, temperature=0.0, max_tokens=options.answer_max_tokens)
+        resp = counted_chat(run, model, messages, temperature=0.0, max_tokens=tokens)
     except LLMError:  # no sub-answer: the final reader still reads the evidence
         return None
     run.counters.chain_reads += 1
-    answer = first_line(resp.text)
-    sq.answer = None if is_insufficient(answer) else answer[:200]
+    answer = first_paragraph(resp.text) if finding else first_line(resp.text)
+    none = is_insufficient(answer) or (finding and answer.lower().startswith(INSUFFICIENT))
+    sq.answer = None if none else answer[: FINDING_CHARS if finding else 200]
     return sq.answer
+
+
+def first_paragraph(text: str) -> str:
+    """A finding's text: its first paragraph on one line, an unfinished last sentence dropped."""
+    para = " ".join(text.strip().split("\n\n")[0].split())
+    if para.endswith((".", "!", "?")):
+        return para
+    cut = para.rfind(". ")
+    return para[: cut + 1] if cut > 20 else para

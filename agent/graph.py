@@ -33,7 +33,7 @@ from langgraph.graph import END, START, StateGraph
 
 from agent import prompts
 from agent.bridge import BridgeResolver
-from agent.briefing import answer_briefing, briefing_plan
+from agent.briefing import answer_briefing, asks_questions, briefing_plan
 from agent.causal import plan_origin
 from agent.chain import answer_sub_question, chained_query
 from agent.finish import answer_from_dates, answer_from_timeline, reader_answer
@@ -41,6 +41,7 @@ from agent.focus import backend_embed
 from agent.guard import guard_folds
 from agent.llm import ChatModel, LLMError, Message, ToolCall, ToolSpec
 from agent.memory import Step, render_context
+from agent.outline import outline_plan
 from agent.plan import make_plan
 from agent.report import build_report
 from agent.state import AgentState, RunState
@@ -138,8 +139,12 @@ class AgentGraph:
         return run.to_graph()
 
     def _briefing_plan(self, run: RunState) -> bool:
-        """A request listing numbered questions: they are the plan; the first is searched (`agent.briefing`)."""
+        """A request listing numbered questions: they are the plan; the first is searched (`agent.briefing`).
+        In long mode a structured request that is not a list of questions is planned as its requirements
+        (`agent.outline`)."""
         plan = briefing_plan(run.question)
+        if self.options.report_mode == "long" and not (plan is not None and asks_questions(plan)):
+            plan = outline_plan(run.question) or plan
         if plan is None:
             return False
         run.plan = plan
@@ -335,7 +340,8 @@ class AgentGraph:
 
     def report(self, state: AgentState) -> dict[str, Any]:
         run = RunState.from_graph(state)
-        if self.options.report_mode == "long" and run.answer and run.evidence and not run.plan.briefing:
+        summarize = not run.plan.briefing or (run.plan.outline and any(sq.answer for sq in run.plan.sub_questions))
+        if self.options.report_mode == "long" and run.answer and run.evidence and summarize:
             from agent.report_writer import write_long_report
 
             run.report_body = write_long_report(run, self.deps.model, self.options)

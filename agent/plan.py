@@ -49,6 +49,7 @@ class Plan(BaseModel):
     resolved: str | None = None  # the question with its descriptions replaced by the names found (`agent.bridge`)
     origin: OriginAnswer | None = None  # "what event led to X": the event read from the timeline (`agent.causal`)
     briefing: bool = False  # the request's own numbered questions, one report section each (`agent.briefing`)
+    outline: bool = False  # a briefing of a long request's requirements, each read as a finding (`agent.outline`)
     beyond: list[str] = Field(default_factory=list)  # a briefing's questions past the most it researches
 
     def get(self, sq_id: int | None) -> SubQuestion | None:

@@ -23,21 +23,25 @@ def reader_messages(
     passages: Sequence[Passage],
     embed: Embed | None = None,
     facts: Sequence[tuple[str, str]] = (),
+    *,
+    finding: bool = False,
 ) -> list[Message]:
     """The reader's prompt: the focused sentences of `passages`, after the `facts` (sub-question,
-    answer) already found; the facts' answers also steer which sentences are chosen (the bridge)."""
+    answer) already found; the facts' answers also steer which sentences are chosen (the bridge).
+    `finding`: `question` is a report's requirement, answered by a sentence or two (`agent.outline`)."""
     steer = " ".join([question, *(answer for _, answer in facts)])
     lines = [
         prompts.SENTENCE_LINE.format(n=i, title=s.title, text=s.text)
         for i, s in enumerate(focus(steer, passages, embed=embed), 1)
     ]
     known = "\n".join(prompts.FACT_LINE.format(question=q, answer=a) for q, a in facts)
-    user = prompts.READER_USER.format(
+    user = (prompts.FINDING_USER if finding else prompts.READER_USER).format(
         sentences="\n".join(lines) or "(none)",
         question=question,
         facts=prompts.FACTS_BLOCK.format(lines=known) if known else "",
     )
-    return [Message(role="system", content=prompts.READER_SYSTEM), Message(role="user", content=user)]
+    system = prompts.FINDING_SYSTEM if finding else prompts.READER_SYSTEM
+    return [Message(role="system", content=system), Message(role="user", content=user)]
 
 
 def first_line(text: str) -> str:

@@ -12,6 +12,7 @@ import re
 
 from agent.briefing import title as briefing_title
 from agent.leads import plain_sentences
+from agent.outline import title as outline_title
 from agent.state import CITATION_RE, Evidence, RunState
 from agent.tools.context import neutralize
 from agent.tools.search import snippet
@@ -88,7 +89,9 @@ def mentioned_dates(text: str, limit: int = 2) -> list[str]:
 def _answer_lines(run: RunState, cites: list[Evidence]) -> list[str]:
     unanswered = (run.answer or "").strip().lower().startswith("insufficient")
     marks = "" if unanswered else " ".join(f"[c:{ev.chunk_id}]" for ev in cites[:3])
-    heading = briefing_title(run.question) if run.plan.briefing else run.question.strip()
+    heading = run.question.strip()
+    if run.plan.briefing:
+        heading = outline_title(run.question) if run.plan.outline else briefing_title(run.question)
     lines = [f"# {neutralize(heading)}", "", f"**Answer:** {run.answer or '(no answer)'} {marks}".rstrip(), ""]
     if run.answer_source == "reader":
         lines += [f"_Answered by the reader over the collected evidence ({run.stop_reason})._", ""]
@@ -148,10 +151,11 @@ def build_report(run: RunState, model_name: str = "", mode: str = "full") -> str
         lines += ["## Findings", ""]
         for sq, (question, rows) in zip(run.plan.sub_questions, findings(run), strict=True):
             lines.append(f"### {sq.id}. {neutralize(question)}")
-            if run.plan.briefing:  # one section per requested question, its answer first
+            if run.plan.briefing:  # one section per requested question, its answer (a finding) first
                 cites = " ".join(f"[c:{c}]" for c in sq.citations)
-                lines += [f"Answer: {_quote(sq.answer, 200)} {cites}".rstrip() if sq.answer else
-                          "Answer: not found in the evidence", ""]  # fmt: skip
+                label, most = ("Finding", 400) if run.plan.outline else ("Answer", 200)
+                lines += [f"{label}: {_quote(sq.answer, most)} {cites}".rstrip() if sq.answer else
+                          f"{label}: not found in the evidence", ""]  # fmt: skip
             elif sq.answer:
                 lines.append(f"- **Found:** {_quote(sq.answer, 200)}")
             lines += [f"- {_quote(s, 300)} [c:{ev.chunk_id}]" for s, ev in rows] or ["- (no evidence found)"]

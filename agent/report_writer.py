@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agent import prompts
 from agent.llm import ChatModel, LLMError, Message
+from agent.outline import title as outline_title
 from agent.report import select_citations
 from agent.state import RunState
 from agent.tools.context import counted_chat, neutralize
@@ -19,9 +20,13 @@ def write_long_report(run: RunState, model: ChatModel, options: RunOptions) -> s
     evidence = "\n".join(
         f"[c:{ev.chunk_id}] {ev.title}: {neutralize(snippet(ev.text, 500))}" for ev in sources
     )
+    question, answer = run.question, run.answer
+    if run.plan.outline:  # a long request: its requirements and the findings read for them
+        question = "\n".join([outline_title(run.question), *(f"{sq.id}. {sq.text}" for sq in run.plan.sub_questions)])
+        answer = "\n".join(f"{sq.id}. {neutralize(sq.answer)}" for sq in run.plan.sub_questions if sq.answer)
     prompt = prompts.REPORT_TEMPLATE.format(
-        question=run.question,
-        answer=run.answer,
+        question=question,
+        answer=answer,
         evidence=evidence,
         words=max(50, options.report_max_tokens // 2),
     )

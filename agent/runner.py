@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from agent.briefing import numbered_questions
 from agent.graph import AgentDeps, AgentGraph, build_graph
+from agent.outline import requirements
 from agent.state import RunState
 from eventfold.run_options import AgentInputError, RunOptions
 
@@ -60,10 +61,12 @@ def open_checkpointer(runs_dir: Path | None) -> Iterator[Any]:
         conn.close()
 
 
-def validate_question(question: str) -> str:
-    """The question with its whitespace collapsed; a briefing's list keeps one question per line."""
+def validate_question(question: str, *, long: bool = False) -> str:
+    """The question with its whitespace collapsed; a briefing's list keeps one question per line, and
+    in long mode (`long`) a structured request keeps its lines (`agent.outline` reads them)."""
     lines = [" ".join(line.split()) for line in (question or "").splitlines()]
-    q = ("\n" if numbered_questions(question or "") else " ").join(x for x in lines if x)
+    keep = numbered_questions(question or "") or (long and requirements(question or ""))
+    q = ("\n" if keep else " ").join(x for x in lines if x)
     if not q:
         raise AgentInputError("the question is empty")
     if len(q) > 4000:
@@ -105,7 +108,7 @@ def run_agent(
     run_id: str | None = None,
 ) -> RunResult:
     """Answer `question`; saves report + trajectory under runs_dir/<run_id>/ when runs_dir is given."""
-    q = validate_question(question)
+    q = validate_question(question, long=options.report_mode == "long")
     run = RunState(run_id=run_id or new_run_id(), question=q)
     g = AgentGraph(deps, options)
     options.check_budget(g.count(run))
