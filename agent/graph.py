@@ -43,6 +43,7 @@ from agent.llm import ChatModel, LLMError, Message, ToolCall, ToolSpec
 from agent.memory import Step, render_context
 from agent.outline import outline_plan
 from agent.plan import make_plan
+from agent.reader import is_insufficient
 from agent.report import build_report
 from agent.state import AgentState, RunState
 from agent.status import status_line
@@ -341,7 +342,8 @@ class AgentGraph:
     def report(self, state: AgentState) -> dict[str, Any]:
         run = RunState.from_graph(state)
         summarize = not run.plan.briefing or (run.plan.outline and any(sq.answer for sq in run.plan.sub_questions))
-        if self.options.report_mode == "long" and run.answer and run.evidence and summarize:
+        found = bool(run.answer) and not is_insufficient(run.answer or "")  # nothing found: nothing to write up
+        if self.options.report_mode == "long" and found and run.evidence and summarize:
             from agent.report_writer import write_long_report
 
             run.report_body = write_long_report(run, self.deps.model, self.options)

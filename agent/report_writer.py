@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import re
+
 from agent import prompts
 from agent.llm import ChatModel, LLMError, Message
 from agent.outline import title as outline_title
 from agent.report import select_citations
-from agent.state import RunState
+from agent.state import CITATION_RE, Evidence, RunState
 from agent.tools.context import counted_chat, neutralize
 from agent.tools.search import snippet
 from eventfold.run_options import RunOptions
+
+SUPPORT = 0.5  # share of a written sentence's content words that its cited passages must hold
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?!\[c:)|(?<=\])\s+(?=[A-Z])")
+_STOP = frozenset(
+    "that this with from have were which their there these those they them into also been about such than "
+    "other more most some only over each what when where will would should could while both report "
+    "evidence question answer based provided found".split()
+)
 
 
 def write_long_report(run: RunState, model: ChatModel, options: RunOptions) -> str | None:
@@ -40,4 +50,43 @@ def write_long_report(run: RunState, model: ChatModel, options: RunOptions) -> s
         )
     except LLMError:
         return None
-    return resp.text.strip() or None
+    return grounded(resp.text.strip(), run, sources) or None
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]{4,}", text.lower()) if w not in _STOP}
+
+
+def grounded(body: str, run: RunState, given: list[Evidence]) -> str:
+    """The writer's text without the sentences its sources do not support: a sentence stays when at least
+    `SUPPORT` of its content words are in the passages it cites (citing none: in the passages it was
+    given). A 1.5B handed unrelated passages wrote pension schemes that do not exist, each "cited"
+    (DRB II task 4). A heading stays when something under it does; a closing line counts the drops."""
+    pool = " ".join(ev.text for ev in given)
+    out: list[str] = []
+    heading: str | None = None
+    dropped = 0
+    for line in body.splitlines():
+        if line.lstrip().startswith("#") or not line.strip():
+            heading = line if line.strip() else heading
+            if not line.strip() and out and out[-1].strip():
+                out.append("")
+            continue
+        kept = []
+        for sentence in _SENTENCE.split(line):
+            cited = [run.evidence[c].text for c in CITATION_RE.findall(sentence) if c in run.evidence]
+            words = content_words(CITATION_RE.sub("", sentence))
+            have = content_words(" ".join(cited) if cited else pool)
+            if not words or len(words & have) >= SUPPORT * len(words):
+                kept.append(sentence)
+            else:
+                dropped += 1
+        if kept and any(content_words(CITATION_RE.sub("", s)) for s in kept):
+            if heading is not None:
+                out += [heading]
+                heading = None
+            out.append(" ".join(kept))
+    text = "\n".join(out).strip()
+    if dropped and text:
+        text += f"\n\n_{dropped} sentence(s) of the written summary left out: their words are not in the passages they cite._"
+    return text

@@ -194,3 +194,23 @@ def test_long_report_keeps_only_citations_of_seen_chunks(backend):
     res = run_agent(Q, AgentDeps(model, backend), RunOptions(report_mode="long"))
     assert "Marie Curie was born in Warsaw [c:d1#0], the capital of Poland [c:d3#0] ." in res.report
     assert "nope" not in res.report  # a citation of a chunk the run never saw is dropped
+
+
+def test_long_report_leaves_out_sentences_its_sources_do_not_support(backend):
+    written = ("## Birth\nMarie Curie was born in Warsaw [c:d1#0]. The Curie Pension Scheme covers all "
+               "self-employed workers [c:d1#0].\n## Pensions\nIndonesia runs a mandatory pension scheme [c:d3#0].")  # fmt: skip
+    model = ScriptedChatModel(
+        [("search", {"query": "Marie Curie born Warsaw"}), ("answer", {"answer": "Warsaw", "citations": ["d1#0"]})],
+        text_replies=[written],
+    )
+    report = run_agent(Q, AgentDeps(model, backend), RunOptions(report_mode="long")).report
+    assert "## Birth\nMarie Curie was born in Warsaw [c:d1#0]." in report
+    assert "Pension" not in report and "Indonesia" not in report  # the invented sentences and their heading
+    assert "_2 sentence(s) of the written summary left out" in report
+    nothing = ScriptedChatModel(
+        [("search", {"query": "Marie Curie"}), ("answer", {"answer": "Insufficient information."})],
+        text_replies=["Insufficient information."] * 4,
+    )
+    run = run_agent(Q, AgentDeps(nothing, backend), RunOptions(report_mode="long", max_steps=3)).run
+    assert run.evidence and run.answer.startswith("Insufficient")
+    assert not any("Short answer found" in c["messages"][-1].content for c in nothing.calls)  # nothing to write up
