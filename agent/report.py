@@ -88,6 +88,8 @@ def mentioned_dates(text: str, limit: int = 2) -> list[str]:
 
 def _answer_lines(run: RunState, cites: list[Evidence]) -> list[str]:
     unanswered = (run.answer or "").strip().lower().startswith("insufficient")
+    if run.plan.briefing and not any(sq.answer for sq in run.plan.sub_questions):
+        unanswered = True  # "0 of 8 …": no source supports it
     marks = "" if unanswered else " ".join(f"[c:{ev.chunk_id}]" for ev in cites[:3])
     heading = run.question.strip()
     if run.plan.briefing:
@@ -158,6 +160,8 @@ def build_report(run: RunState, model_name: str = "", mode: str = "full") -> str
                           f"{label}: not found in the evidence", ""]  # fmt: skip
             elif sq.answer:
                 lines.append(f"- **Found:** {_quote(sq.answer, 200)}")
+            if rows and run.plan.briefing and not sq.answer:  # what was found, said for what it is
+                lines.append("_closest passages found (they do not answer it):_")
             lines += [f"- {_quote(s, 300)} [c:{ev.chunk_id}]" for s, ev in rows] or ["- (no evidence found)"]
             lines.append("")
         for _, rows in findings(run):

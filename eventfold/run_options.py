@@ -26,6 +26,9 @@ class AgentInputError(ValueError):
     """The run cannot start: empty question, impossible budget, bad options."""
 
 
+LONG_MAX_STEPS = 30  # long mode's step cap unless one is set: a report's requirements are searched one by one
+
+
 class RunOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not ignored
 

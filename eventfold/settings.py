@@ -37,7 +37,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from eventfold.run_options import RunOptions
+from eventfold.run_options import LONG_MAX_STEPS, RunOptions
 from eventfold.text_safety import mask_secrets, mask_url
 
 ENV_FILE_VAR = "EVENTFOLD_ENV_FILE"
@@ -217,6 +217,9 @@ class Settings(BaseSettings):
         update = {k: v for k, v in overrides.items() if v is not None}
         if self.run.context_window is None and self.llm.backend == "local":
             update.setdefault("context_window", self.llm.n_ctx)
+        long = update.get("report_mode", self.run.report_mode) == "long"
+        if long and "max_steps" not in self.run.model_fields_set:  # a long report's step cap, unless one is set
+            update.setdefault("max_steps", LONG_MAX_STEPS)
         return RunOptions.model_validate({**self.run.model_dump(), **update})
 
     # --- sources -------------------------------------------------------------------------------

@@ -39,6 +39,16 @@ def test_run_options_apply_overrides_and_the_local_window():
     assert s.run.max_steps == 3  # the settings are not changed by a run's overrides
 
 
+def test_a_long_report_gets_a_long_step_cap_unless_one_is_set():
+    from eventfold.run_options import LONG_MAX_STEPS
+
+    assert Settings().run_options(report_mode="long").max_steps == LONG_MAX_STEPS == 30
+    assert Settings().run_options(report_mode="full").max_steps == 12
+    assert Settings(run={"report_mode": "long"}).run_options().max_steps == LONG_MAX_STEPS
+    assert Settings(run={"max_steps": 8}).run_options(report_mode="long").max_steps == 8  # the user's cap
+    assert Settings().run_options(report_mode="long", max_steps=5).max_steps == 5
+
+
 def test_rl_env_keeps_its_own_defaults_for_keys_a_config_leaves_out():
     from training.rl.env import EnvConfig
 

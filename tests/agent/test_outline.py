@@ -123,7 +123,7 @@ def test_a_long_request_is_researched_per_requirement_and_reported_as_findings(b
     assert "Marie Curie was born in Warsaw [c:d1#0]; the rest is not in the sources ." in report  # unseen id dropped
     sections = report.split("### ")
     assert sections[1].startswith(f"1. {first.text}\nFinding: Marie Curie was born in Warsaw")
-    assert "Finding: not found in the evidence" in sections[2]
+    assert "Finding: not found in the evidence\n\n_closest passages found (they do not answer it):_" in sections[2]
 
 
 def test_a_request_of_questions_stays_a_question_briefing_in_long_mode(backend) -> None:
