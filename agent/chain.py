@@ -17,7 +17,7 @@ from agent.focus import Embed
 from agent.llm import ChatModel, LLMError
 from agent.plan import SubQuestion
 from agent.prompts import INSUFFICIENT
-from agent.reader import first_line, is_insufficient, reader_messages
+from agent.reader import adds_to, first_line, is_insufficient, reader_messages
 from agent.state import Evidence, RunState
 from agent.tools.context import counted_chat
 from eventfold.run_options import RunOptions
@@ -63,6 +63,7 @@ def answer_sub_question(
     run.counters.chain_reads += 1
     answer = first_paragraph(resp.text) if finding else first_line(resp.text)
     none = is_insufficient(answer) or (finding and answer.lower().startswith(INSUFFICIENT))
+    none = none or (finding and not adds_to(answer, sq.text, passages))
     sq.answer = None if none else answer[: FINDING_CHARS if finding else 200]
     return sq.answer
 

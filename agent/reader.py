@@ -9,6 +9,7 @@ sees them: a 1.5B model reads ten sentences right where it misreads five whole p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +17,12 @@ from agent import prompts
 from agent.focus import Embed, Passage, focus
 from agent.state import Evidence, RunState
 from eventfold.llm.types import ChatModel, ChatResponse, Message
+
+_STOP = frozenset(
+    "that this with from have were which their there these those they them into also been about such than "
+    "other more most some only over each what when where will would should could while both report "
+    "evidence question answer based provided found period time".split()
+)
 
 
 def reader_messages(
@@ -63,6 +70,20 @@ def usage_stats(resp: ChatResponse) -> dict[str, Any]:
     if u.evaluated_prompt_tokens is not None:
         out["evaluated_prompt_tokens"] = u.evaluated_prompt_tokens
     return out
+
+
+def content_words(text: str) -> set[str]:
+    """The words that carry a sentence's content (4+ letters or digits, common words left out)."""
+    return {w for w in re.findall(r"[a-z0-9]{4,}", text.lower()) if w not in _STOP}
+
+
+def adds_to(finding: str, requirement: str, passages: Sequence[Passage]) -> bool:
+    """A finding says something its requirement does not, and at least half of what it adds is in the
+    passages it was read from (a 1.5B restated "the 'pandemic period' from January 2020 to June 2022" as
+    its own finding, citing an unrelated passage)."""
+    new = content_words(finding) - content_words(requirement)
+    have = content_words(" ".join(p.text for p in passages))
+    return bool(new) and 2 * len(new & have) >= len(new)
 
 
 def is_insufficient(answer: str) -> bool:

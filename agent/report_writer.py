@@ -7,6 +7,7 @@ import re
 from agent import prompts
 from agent.llm import ChatModel, LLMError, Message
 from agent.outline import title as outline_title
+from agent.reader import content_words
 from agent.report import select_citations
 from agent.state import CITATION_RE, Evidence, RunState
 from agent.tools.context import counted_chat, neutralize
@@ -15,11 +16,6 @@ from eventfold.run_options import RunOptions
 
 SUPPORT = 0.5  # share of a written sentence's content words that its cited passages must hold
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?!\[c:)|(?<=\])\s+(?=[A-Z])")
-_STOP = frozenset(
-    "that this with from have were which their there these those they them into also been about such than "
-    "other more most some only over each what when where will would should could while both report "
-    "evidence question answer based provided found".split()
-)
 
 
 def write_long_report(run: RunState, model: ChatModel, options: RunOptions) -> str | None:
@@ -51,10 +47,6 @@ def write_long_report(run: RunState, model: ChatModel, options: RunOptions) -> s
     except LLMError:
         return None
     return grounded(resp.text.strip(), run, sources) or None
-
-
-def content_words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9]{4,}", text.lower()) if w not in _STOP}
 
 
 def grounded(body: str, run: RunState, given: list[Evidence]) -> str:

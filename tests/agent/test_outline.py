@@ -102,7 +102,7 @@ def test_a_long_request_is_researched_per_requirement_and_reported_as_findings(b
     model = ScriptedChatModel(
         [("answer", {"answer": "done"})],
         text_replies=["Marie Curie was born in Warsaw in 1867 and Pierre Curie in Paris in 1859.",
-                      "Insufficient information.", "Insufficient information.", "Insufficient information.",
+                      "Insufficient information.", "Insufficient information.", "Their collaboration was productive.",
                       "Marie Curie was born in Warsaw [c:d1#0]; the rest is not in the sources [c:zz#9]."],
     )  # fmt: skip
     res = run_agent(PARAGRAPHS, AgentDeps(model, backend), _opts(max_steps=6))
@@ -114,7 +114,7 @@ def test_a_long_request_is_researched_per_requirement_and_reported_as_findings(b
     assert len(readers) == 4 and all(m[-1].content.startswith("Requirement: ") and "report" in m[0].content for m in readers)
     first = run.plan.sub_questions[0]
     assert first.answer.startswith("Marie Curie was born in Warsaw") and first.citations
-    assert run.answer.startswith("1 of 4 requirements answered")
+    assert run.answer.startswith("1 of 4 requirements answered")  # the fourth's finding only restated it
     report = res.report
     assert report.startswith("# I am studying the Curie family and their scientific careers.\n")
     assert "not allowed to view" not in report
@@ -132,3 +132,15 @@ def test_a_request_of_questions_stays_a_question_briefing_in_long_mode(backend) 
     run = run_agent(render_request(qs), AgentDeps(model, backend), _opts(max_steps=4)).run
     assert run.plan.briefing and not run.plan.outline
     assert [sq.answer for sq in run.plan.sub_questions] == ["Warsaw", "Paris"]
+
+
+def test_a_finding_must_add_to_its_requirement_from_its_passages() -> None:
+    from agent.reader import adds_to
+    from agent.state import Evidence
+
+    p = [Evidence(chunk_id="c1", doc_id="d", text="HTI was founded in Bergen in 2003 by Ingrid Halvorsen.", step=1)]
+    req = "Describe when and where HTI was founded."
+    assert adds_to("HTI was founded in Bergen in 2003.", req, p)
+    assert not adds_to("HTI was founded at a time and place.", req, p)  # nothing new
+    assert not adds_to("HTI was founded in Oslo in 1990 by the Crown.", req, p)  # new, but not in the passage
+    assert not adds_to("The period from January 2020 to June 2022.", "The period from January 2020 to June 2022", p)
