@@ -80,10 +80,12 @@ def content_words(text: str) -> set[str]:
 def adds_to(finding: str, requirement: str, passages: Sequence[Passage]) -> bool:
     """A finding says something its requirement does not, and at least half of what it adds is in the
     passages it was read from (a 1.5B restated "the 'pandemic period' from January 2020 to June 2022" as
-    its own finding, citing an unrelated passage)."""
+    its own finding, citing an unrelated passage); every number it states is in the passages (it wrote
+    "founded in Stavanger in 1990" from passages that never date the founding)."""
     new = content_words(finding) - content_words(requirement)
     have = content_words(" ".join(p.text for p in passages))
-    return bool(new) and 2 * len(new & have) >= len(new)
+    numbers = set(re.findall(r"\d+", finding)) - set(re.findall(r"\d+", " ".join(p.text for p in passages)))
+    return bool(new) and 2 * len(new & have) >= len(new) and not numbers  # every number as written
 
 
 def is_insufficient(answer: str) -> bool:
