@@ -54,7 +54,10 @@ def answer_sub_question(
         return None
     facts = run.plan.facts(before=sq.id) if carry else []
     finding = run.plan.outline  # a report's requirement: a sentence or two, not a few words
-    messages = reader_messages(sq.text, passages, embed, facts=facts, finding=finding)
+    # a list entry is read without its item's title ("The recall — Supplier: Which company made …" was
+    # answered "The recall was made by HTI"); the title stays in its search and its heading
+    question = sq.text.split(" — ", 1)[-1] if finding else sq.text
+    messages = reader_messages(question, passages, embed, facts=facts, finding=finding)
     tokens = max(options.answer_max_tokens, FINDING_TOKENS) if finding else options.answer_max_tokens
     try:
         resp = counted_chat(run, model, messages, temperature=0.0, max_tokens=tokens)
@@ -63,7 +66,7 @@ def answer_sub_question(
     run.counters.chain_reads += 1
     answer = first_paragraph(resp.text) if finding else first_line(resp.text)
     none = is_insufficient(answer) or (finding and answer.lower().startswith(INSUFFICIENT))
-    none = none or (finding and not adds_to(answer, sq.text, passages))
+    none = none or (finding and not adds_to(answer, question, passages))
     sq.answer = None if none else answer[: FINDING_CHARS if finding else 200]
     return sq.answer
 

@@ -341,7 +341,9 @@ class AgentGraph:
 
     def report(self, state: AgentState) -> dict[str, Any]:
         run = RunState.from_graph(state)
-        summarize = not run.plan.briefing or (run.plan.outline and any(sq.answer for sq in run.plan.sub_questions))
+        # a briefing's sections are its report: a 1.5B's summary over a request's findings restated them
+        # with invented numbers and mixed-up facts (the S2 "certified on 1 March 2016", sample corpus)
+        summarize = not run.plan.briefing
         found = bool(run.answer) and not is_insufficient(run.answer or "")  # nothing found: nothing to write up
         if self.options.report_mode == "long" and found and run.evidence and summarize:
             from agent.report_writer import write_long_report

@@ -6,7 +6,6 @@ import re
 
 from agent import prompts
 from agent.llm import ChatModel, LLMError, Message
-from agent.outline import title as outline_title
 from agent.reader import content_words
 from agent.report import select_citations
 from agent.state import CITATION_RE, Evidence, RunState
@@ -26,13 +25,9 @@ def write_long_report(run: RunState, model: ChatModel, options: RunOptions) -> s
     evidence = "\n".join(
         f"[c:{ev.chunk_id}] {ev.title}: {neutralize(snippet(ev.text, 500))}" for ev in sources
     )
-    question, answer = run.question, run.answer
-    if run.plan.outline:  # a long request: its requirements and the findings read for them
-        question = "\n".join([outline_title(run.question), *(f"{sq.id}. {sq.text}" for sq in run.plan.sub_questions)])
-        answer = "\n".join(f"{sq.id}. {neutralize(sq.answer)}" for sq in run.plan.sub_questions if sq.answer)
     prompt = prompts.REPORT_TEMPLATE.format(
-        question=question,
-        answer=answer,
+        question=run.question,
+        answer=run.answer,
         evidence=evidence,
         words=max(50, options.report_max_tokens // 2),
     )
@@ -51,8 +46,8 @@ def write_long_report(run: RunState, model: ChatModel, options: RunOptions) -> s
 
 def grounded(body: str, run: RunState, given: list[Evidence]) -> str:
     """The writer's text without the sentences its sources do not support: a sentence stays when at least
-    `SUPPORT` of its content words are in the passages it cites (citing none: in the passages it was
-    given). A 1.5B handed unrelated passages wrote pension schemes that do not exist, each "cited"
+    `SUPPORT` of its content words, and every number it states, are in the passages it cites (citing
+    none: in the passages it was given). A 1.5B handed unrelated passages wrote pension schemes that do not exist, each "cited"
     (DRB II task 4). A heading stays when something under it does; a closing line counts the drops."""
     pool = " ".join(ev.text for ev in given)
     out: list[str] = []
@@ -67,9 +62,11 @@ def grounded(body: str, run: RunState, given: list[Evidence]) -> str:
         kept = []
         for sentence in _SENTENCE.split(line):
             cited = [run.evidence[c].text for c in CITATION_RE.findall(sentence) if c in run.evidence]
-            words = content_words(CITATION_RE.sub("", sentence))
-            have = content_words(" ".join(cited) if cited else pool)
-            if not words or len(words & have) >= SUPPORT * len(words):
+            plain = CITATION_RE.sub("", sentence)
+            source = " ".join(cited) if cited else pool
+            words, have = content_words(plain), content_words(source)
+            invented = set(re.findall(r"\d+", plain)) - set(re.findall(r"\d+", source))  # numbers as written
+            if not invented and (not words or len(words & have) >= SUPPORT * len(words)):
                 kept.append(sentence)
             else:
                 dropped += 1

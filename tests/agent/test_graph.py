@@ -198,7 +198,8 @@ def test_long_report_keeps_only_citations_of_seen_chunks(backend):
 
 def test_long_report_leaves_out_sentences_its_sources_do_not_support(backend):
     written = ("## Birth\nMarie Curie was born in Warsaw [c:d1#0]. The Curie Pension Scheme covers all "
-               "self-employed workers [c:d1#0].\n## Pensions\nIndonesia runs a mandatory pension scheme [c:d3#0].")  # fmt: skip
+               "self-employed workers [c:d1#0]. Marie Curie was born in Warsaw in 1901 [c:d1#0].\n"
+               "## Pensions\nIndonesia runs a mandatory pension scheme [c:d3#0].")  # fmt: skip
     model = ScriptedChatModel(
         [("search", {"query": "Marie Curie born Warsaw"}), ("answer", {"answer": "Warsaw", "citations": ["d1#0"]})],
         text_replies=[written],
@@ -206,7 +207,8 @@ def test_long_report_leaves_out_sentences_its_sources_do_not_support(backend):
     report = run_agent(Q, AgentDeps(model, backend), RunOptions(report_mode="long")).report
     assert "## Birth\nMarie Curie was born in Warsaw [c:d1#0]." in report
     assert "Pension" not in report and "Indonesia" not in report  # the invented sentences and their heading
-    assert "_2 sentence(s) of the written summary left out" in report
+    assert "1901" not in report  # a number its source does not state
+    assert "_3 sentence(s) of the written summary left out" in report
     nothing = ScriptedChatModel(
         [("search", {"query": "Marie Curie"}), ("answer", {"answer": "Insufficient information."})],
         text_replies=["Insufficient information."] * 4,
