@@ -256,7 +256,7 @@ def drb_cmd(
                 run_eventfold_agent, settings, backend, chat_model, fold=not no_fold, report_mode="long"
             )
             writer = AgentReportWriter(caller)
-        rubric_judge = None
+        rubric_judge, warning = None, None
         if not no_judge:
             from eval.judge_model import make_judge_model
 
@@ -264,9 +264,15 @@ def drb_cmd(
                                           fallback=chat_model)  # fmt: skip
             rubric_judge = RubricJudge(judge_chat, batch_size=batch_size, max_retries=max_retries,
                                        max_report_chars=max_report_chars, with_reason=not no_reasons)  # fmt: skip
+            if not judge_url and settings.llm.backend == "local":
+                warning = (f"The judge is a small local model ({safe(judge_chat.name)} through llama.cpp): its scores "
+                           "do not measure the reports; judge with --judge-url/--judge-model (a capable model "
+                           "on any OpenAI-compatible server).")  # fmt: skip
+                console.print(f"[yellow]{warning}[/yellow]")
         console.print(f"DRB II: {len(selected)} tasks, writer {safe(writer.name)} → {safe(out_dir)}")
         summary = run_drb(
-            selected, writer, rubric_judge, out_dir, concurrency=concurrency, on_record=_print_record
+            selected, writer, rubric_judge, out_dir, concurrency=concurrency, on_record=_print_record,
+            judge_warning=warning,
         )
     if summary is not None:
         console.print((out_dir / "table.md").read_text(encoding="utf-8"))

@@ -138,8 +138,10 @@ def run_drb(
     *,
     concurrency: int = 1,
     on_record: Callable[[dict[str, Any]], None] | None = None,
+    judge_warning: str | None = None,
 ) -> dict[str, Any] | None:
-    """Write the missing reports, judge the unjudged ones (when a judge is given), summarise."""
+    """Write the missing reports, judge the unjudged ones (when a judge is given), summarise;
+    `judge_warning` (the judge cannot give a valid score: a small local model) heads the table."""
     out_dir = Path(out_dir)
     reports_dir = out_dir / "reports"
     reports_dir.mkdir(parents=True, exist_ok=True)
@@ -165,11 +167,14 @@ def run_drb(
         if (str(t.idx),) in written and (str(t.idx), judge.name) not in judged
     ]
     _parallel(_judge_one, jobs, judgments, concurrency, on_record)
-    return summarize_drb(out_dir, judge.name, idxs={t.idx for t in tasks})
+    return summarize_drb(out_dir, judge.name, idxs={t.idx for t in tasks}, warning=judge_warning)
 
 
-def summarize_drb(out_dir: str | Path, judge_name: str, idxs: set[int] | None = None) -> dict[str, Any]:
-    """summary.json, table.md and plot.png from `judgments.jsonl` (this judge, the selected tasks)."""
+def summarize_drb(
+    out_dir: str | Path, judge_name: str, idxs: set[int] | None = None, warning: str | None = None
+) -> dict[str, Any]:
+    """summary.json, table.md and plot.png from `judgments.jsonl` (this judge, the selected tasks);
+    a `warning` about the judge is stated under the table's heading and in the summary."""
     out_dir = Path(out_dir)
     store = ResultsStore(
         out_dir / "judgments.jsonl", key_fn=lambda r: (str(r.get("idx")), str(r.get("judge")))
@@ -182,6 +187,8 @@ def summarize_drb(out_dir: str | Path, judge_name: str, idxs: set[int] | None = 
     agg = aggregate(recs)
     summary = {
         "judge": judge_name,
+        "valid_judge": warning is None,
+        **({"judge_warning": warning} if warning else {}),
         **agg,
         "tasks": [{k: r[k] for k in ("idx", "id", "language", "theme")} | r["scores"] for r in recs],
         "judge_calls": sum(r.get("calls", 0) for r in recs),
@@ -191,6 +198,8 @@ def summarize_drb(out_dir: str | Path, judge_name: str, idxs: set[int] | None = 
     write_json(out_dir / "summary.json", summary)
     cols = ["n_tasks", *DIMENSIONS, "total", "blocked_rate", "unjudged"]
     text = f"## DeepResearch Bench II (judge: {judge_name})\n\n"
+    if warning:
+        text += f"> **Not a valid DRB II score.** {warning}\n\n"
     text += markdown_table([{"slice": "overall", **agg["overall"]}], ["slice", *cols])
     text += "\n### By language\n\n" + markdown_table(
         [{"language": k, **v} for k, v in agg["by_language"].items()], ["language", *cols]
@@ -209,7 +218,7 @@ def summarize_drb(out_dir: str | Path, judge_name: str, idxs: set[int] | None = 
             series,
             [*DIMENSIONS, "total", "blocked_rate"],
             out_dir / "plot.png",
-            title=f"DRB II (judge: {judge_name})",
+            title=f"DRB II (judge: {judge_name}{', NOT A VALID SCORE' if warning else ''})",
         )
         themes = {"total": {k: v["total"] for k, v in agg["by_theme"].items()}}
         grouped_bar_plot(

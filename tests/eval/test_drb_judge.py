@@ -131,6 +131,12 @@ def test_end_to_end_one_task_with_scripted_judge(fixtures_dir, tmp_path):
     n_calls = len(chat.calls)
     again = run_drb(tasks, FolderReportWriter(reports), RubricJudge(chat), out)
     assert len(chat.calls) == n_calls and again["overall"] == summary["overall"]
+    assert summary["valid_judge"] and "Not a valid" not in (out / "table.md").read_text()
+    # a judge that cannot give a valid score (a small local model) is said so in the table and summary
+    warned = run_drb(tasks, FolderReportWriter(reports), RubricJudge(chat), out, judge_warning="Small judge.")
+    table = (out / "table.md").read_text()
+    assert table.splitlines()[2] == "> **Not a valid DRB II score.** Small judge."
+    assert not warned["valid_judge"] and warned["judge_warning"] == "Small judge."
 
 
 def test_failed_report_is_recorded_and_retried(fixtures_dir, tmp_path):
