@@ -81,11 +81,18 @@ def adds_to(finding: str, requirement: str, passages: Sequence[Passage]) -> bool
     """A finding says something its requirement does not, and at least half of what it adds is in the
     passages it was read from (a 1.5B restated "the 'pandemic period' from January 2020 to June 2022" as
     its own finding, citing an unrelated passage); every number it states is in the passages (it wrote
-    "founded in Stavanger in 1990" from passages that never date the founding)."""
-    new = content_words(finding) - content_words(requirement)
+    "founded in Stavanger in 1990" from passages that never date the founding), and one of the passages
+    holds a third of the requirement's own words."""
+    asked = content_words(requirement)
+    new = content_words(finding) - asked
     have = content_words(" ".join(p.text for p in passages))
     numbers = set(re.findall(r"\d+", finding)) - set(re.findall(r"\d+", " ".join(p.text for p in passages)))
-    return bool(new) and 2 * len(new & have) >= len(new) and not numbers  # every number as written
+    # and one passage is about the requirement: a third of its words (handed Wikipedia passages for a
+    # DRB II request, the 1.5B answered "Elite Capture: how the wealthy exploit programs" with a
+    # strategy game's release from a passage sharing none of them)
+    about = max((len(asked & content_words(p.text)) for p in passages), default=0)
+    on_topic = not asked or 3 * about >= len(asked)
+    return bool(new) and 2 * len(new & have) >= len(new) and not numbers and on_topic  # every number as written
 
 
 def is_insufficient(answer: str) -> bool:

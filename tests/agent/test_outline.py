@@ -141,6 +141,9 @@ def test_a_finding_must_add_to_its_requirement_from_its_passages() -> None:
     assert adds_to("HTI was founded in Bergen in 2003.", req, p)
     assert not adds_to("HTI was founded at a time and place.", req, p)  # nothing new
     assert not adds_to("HTI was founded in Bergen in 1990.", req, p)  # a number the passage does not hold
+    game = [Evidence(chunk_id="c2", doc_id="g", text="Elite Strike is a strategy game released in March 2005.", step=1)]
+    assert not adds_to("Elite Strike is a strategy game released in March 2005.",
+                       "Elite Capture: How the wealthy and powerful exploit programs for their own benefit.", game)  # fmt: skip
     assert not adds_to("HTI was founded in Oslo in 1990 by the Crown.", req, p)  # new, but not in the passage
     assert not adds_to("The period from January 2020 to June 2022.", "The period from January 2020 to June 2022", p)
 
