@@ -77,6 +77,11 @@ def content_words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9]{4,}", text.lower()) if w not in _STOP}
 
 
+def invented_numbers(text: str, source: str) -> set[str]:
+    """The numbers `text` states that `source` does not (numbers as written: "1990" is not "1998")."""
+    return set(re.findall(r"\d+", text)) - set(re.findall(r"\d+", source))
+
+
 def adds_to(finding: str, requirement: str, passages: Sequence[Passage]) -> bool:
     """A finding says something its requirement does not, and at least half of what it adds is in the
     passages it was read from (a 1.5B restated "the 'pandemic period' from January 2020 to June 2022" as
@@ -85,8 +90,9 @@ def adds_to(finding: str, requirement: str, passages: Sequence[Passage]) -> bool
     holds a third of the requirement's own words."""
     asked = content_words(requirement)
     new = content_words(finding) - asked
-    have = content_words(" ".join(p.text for p in passages))
-    numbers = set(re.findall(r"\d+", finding)) - set(re.findall(r"\d+", " ".join(p.text for p in passages)))
+    source = " ".join(p.text for p in passages)
+    have = content_words(source)
+    numbers = invented_numbers(finding, source)
     # and one passage is about the requirement: a third of its words (handed Wikipedia passages for a
     # DRB II request, the 1.5B answered "Elite Capture: how the wealthy exploit programs" with a
     # strategy game's release from a passage sharing none of them)

@@ -6,7 +6,7 @@ import re
 
 from agent import prompts
 from agent.llm import ChatModel, LLMError, Message
-from agent.reader import content_words
+from agent.reader import content_words, invented_numbers
 from agent.report import select_citations
 from agent.state import CITATION_RE, Evidence, RunState
 from agent.tools.context import counted_chat, neutralize
@@ -50,6 +50,7 @@ def grounded(body: str, run: RunState, given: list[Evidence]) -> str:
     none: in the passages it was given). A 1.5B handed unrelated passages wrote pension schemes that do not exist, each "cited"
     (DRB II task 4). A heading stays when something under it does; a closing line counts the drops."""
     pool = " ".join(ev.text for ev in given)
+    pool_words = content_words(pool)
     out: list[str] = []
     heading: str | None = None
     dropped = 0
@@ -64,9 +65,8 @@ def grounded(body: str, run: RunState, given: list[Evidence]) -> str:
             cited = [run.evidence[c].text for c in CITATION_RE.findall(sentence) if c in run.evidence]
             plain = CITATION_RE.sub("", sentence)
             source = " ".join(cited) if cited else pool
-            words, have = content_words(plain), content_words(source)
-            invented = set(re.findall(r"\d+", plain)) - set(re.findall(r"\d+", source))  # numbers as written
-            if not invented and (not words or len(words & have) >= SUPPORT * len(words)):
+            words, have = content_words(plain), content_words(source) if cited else pool_words
+            if not invented_numbers(plain, source) and (not words or len(words & have) >= SUPPORT * len(words)):
                 kept.append(sentence)
             else:
                 dropped += 1
