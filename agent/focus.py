@@ -11,7 +11,13 @@ Selection, deterministic and LLM-free:
 2. hop 2 (the bridge): names in the hop-1 sentences that the question does not contain (the LS-7
    element named in the recall notice, the director of the film) pick further sentences that mention
    them (rare names weigh more), best `second` of those, so the sentence that names the element's
-   maker comes along.
+   maker comes along;
+3. context: a hop-1 sentence that refers back ("named Solberg ... as her successor from 1 April 2022")
+   brings the sentence before it in its passage ("Halvorsen retired as head of Brandt Meridian
+   Tidewater"), and one that the next sentence continues ("... built around a pressure element of its
+   own design." → "The element, called HT-Core, is made in ...") brings that one, `context` sentences
+   at most: without them a 1.5B read "her successor" as the role Solberg held before ("chief operating
+   officer") and named another element ("LS-7") for the S3's.
 Headings and "Date:" lines are layout, not statements: they are left out.
 
 Order: by passage, then position — except that when the question names a day or a month ("recalled in
@@ -45,6 +51,10 @@ _STOP = frozenset(
     "were be been being it its what which who whom whose when where why how did does do done has have had "
     "not no yes first last many much".split()
 )
+_REFERS_BACK = re.compile(r"\b(?:he|she|they|his|her|their|him|them|the same|this|these|that year|that day)\b",
+                          re.IGNORECASE)
+_OPENS_WITH_REFERENCE = re.compile(r"^(?:(?:he|she|it|they|this|these|its|his|her|their)\b|(?:the|this|that)\s+([a-z]+))",
+                                   re.IGNORECASE)
 _LAYOUT = re.compile(r"^\s*(?:#.*|date:\s.*)$", re.IGNORECASE | re.MULTILINE)
 
 
@@ -112,10 +122,12 @@ def _bridge_names(chosen: Sequence[Sentence], question: str) -> set[str]:
 
 
 def focus(
-    question: str, passages: Sequence[Passage], *, embed: Embed | None = None, first: int = 6, second: int = 4
+    question: str, passages: Sequence[Passage], *, embed: Embed | None = None, first: int = 6, second: int = 4,
+    context: int = 2,
 ) -> list[Sentence]:
-    """Up to `first + second` sentences of `passages` for `question`, in passage order (those stating a
-    day or month the question names first: `date_first`)."""
+    """Up to `first + second` sentences of `passages` for `question` (and up to `context` sentences
+    that hop-1 sentences refer back to), in passage order (those stating a day or month the question
+    names first: `date_first`)."""
     sents = sentences_of(passages)
     if len(sents) <= first + second:
         return date_first(question, sents)
@@ -134,7 +146,36 @@ def focus(
     hop2 = sorted((i for i in rest if mentions[i]), key=lambda i: (-mentions[i], -score[i], i))[:second]
     if len(hop2) < second:  # nothing (more) bridges: the next best by score
         hop2 += [i for i in rest if i not in hop2][: second - len(hop2)]
-    return date_first(question, [sents[i] for i in sorted(hop1 + hop2, key=lambda i: (sents[i].passage, sents[i].position))])
+    chosen = hop1 + hop2 + _antecedents(sents, hop1, set(hop1 + hop2), context)
+    return date_first(question, [sents[i] for i in sorted(chosen, key=lambda i: (sents[i].passage, sents[i].position))])
+
+
+def _antecedents(sents: Sequence[Sentence], hop1: Sequence[int], chosen: set[int], limit: int) -> list[int]:
+    """The neighbours the best hop-1 sentences need to be read (`limit` at most, none chosen already):
+    the sentence before one that refers back (a pronoun, "the same"), the sentence after one that the
+    next continues ("The element, called HT-Core" after "a pressure element of its own design")."""
+    where = {(s.passage, s.position): i for i, s in enumerate(sents)}
+    out: list[int] = []
+    for i in hop1:
+        s = sents[i]
+        before = where.get((s.passage, s.position - 1))
+        after = where.get((s.passage, s.position + 1))
+        wanted = [before] if before is not None and _REFERS_BACK.search(s.text) else []
+        if after is not None and _continues(s.text, sents[after].text):
+            wanted.append(after)
+        for j in wanted:
+            if len(out) < limit and j not in chosen and j not in out:
+                out.append(j)
+    return out
+
+
+def _continues(previous: str, text: str) -> bool:
+    """`text` opens by referring to `previous`: with a pronoun, or "The <word>" whose word `previous` used."""
+    m = _OPENS_WITH_REFERENCE.match(text)
+    if m is None:
+        return False
+    noun = m.group(1)
+    return noun is None or (len(noun) > 3 and noun.lower() in set(words(previous)))
 
 
 def _days_and_months(text: str) -> list[EventTime]:

@@ -191,7 +191,7 @@ class AgentGraph:
         run.plan.resolved = resolved
         run.plan.by_llm = True
         _emit({"type": "plan", "sub_questions": [s.text for s in run.plan.sub_questions], "by_llm": True})
-        self._seed_search(run, resolved, final.id)
+        self._seed_search(run, resolved, final.id, top_k=o.resolved_top_k)
         return True
 
     def _seed_search(self, run: RunState, query: str, sq_id: int | None, top_k: int | None = None) -> None:

@@ -59,6 +59,10 @@ class RunOptions(BaseModel):
     causal: bool = False
     keep_recent_steps: int = Field(1, ge=0, le=50)  # the budget guard never folds the newest steps
     search_top_k: int = Field(5, ge=1, le=100)
+    # the search for a question whose descriptions the bridge resolved ("Which company made LS-7?"):
+    # its hits lead the final reader's passages, so it looks deeper (the event ranking put the passage
+    # naming the LS-7's maker 6th, behind its own document's first chunk)
+    resolved_top_k: int = Field(8, ge=1, le=100)
     show_k: int = Field(3, ge=1, le=100)  # results shown to the model per search (all search_top_k are evidence)
     result_chars: int = Field(220, ge=50, le=20000)  # per evidence snippet in a search result
     read_chars: int = Field(1200, ge=100, le=100000)  # per read result (one chunk)

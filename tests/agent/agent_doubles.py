@@ -117,9 +117,11 @@ class MemoryBackend:
                     Chunk(chunk_id=f"{doc_id}#{i}", doc_id=doc_id, title=title, text=para, index=i)
                 )
         self.queries: list[str] = []
+        self.top_ks: list[int] = []
 
     def retrieve(self, query: str, *, mode: Any = None, top_k: int = 5) -> RetrievalResult:
         self.queries.append(query)
+        self.top_ks.append(top_k)
         words = set(re.findall(r"\w+", query.lower()))
         scored = []
         for ch in self.chunks:

@@ -32,6 +32,7 @@ def test_the_described_city_is_found_first_and_fills_the_final_question(backend)
     assert model.calls[0]["messages"][0].content == BRIDGE_SYSTEM
     hop_q = "What is the city where Marie Curie was born?"
     assert backend.queries == [Q, hop_q, "Which river flows through Warsaw?"]
+    assert backend.top_ks == [5, 5, 8]  # the filled question's hits lead the final reader: it looks deeper
     assert [(s.text, s.answer) for s in run.plan.sub_questions] == [
         (hop_q, "Warsaw."),
         ("Which river flows through Warsaw?", None),

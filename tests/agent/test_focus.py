@@ -119,3 +119,43 @@ def test_passages_stating_the_day_or_month_the_question_names_are_read_first():
               "What is the pressure element of the recalled SeaGuard S2 units?",
               "What happened in March 2020?"):  # a month no passage states
         assert [s.passage for s in focus(q, [S3, RECALL])] == [0, 0, 1, 1]
+
+
+SUCCESSION = P(
+    "15-succession.md",
+    "Halvorsen retires",
+    "On 31 March 2022, Ingrid Halvorsen retired as head of Brandt Meridian Tidewater. Brandt Meridian chief "
+    "executive Jurgen Albers named Dagny Solberg, the division's chief operating officer, as her successor from "
+    "1 April 2022. Solberg had joined HTI as head of quality in September 2015.",
+)
+
+
+def test_a_sentence_that_refers_back_brings_the_one_before_it():
+    """"as her successor": the sentence saying whose successor, and in what role, comes along, though it
+    shares few words with the question; without a reference back nothing is added."""
+    q = "What role did Dagny Solberg take up on 1 April 2022?"
+    texts = [s.text for s in focus(q, FILLER + [SUCCESSION], first=1, second=0)]
+    assert texts == [
+        "On 31 March 2022, Ingrid Halvorsen retired as head of Brandt Meridian Tidewater.",
+        texts[1],
+    ] and "her successor" in texts[1]
+    assert len(focus(q, FILLER + [SUCCESSION], first=1, second=0, context=0)) == 1
+    plain = focus("What did HTI's harbour office in town 3 open?", FILLER, first=1, second=0)
+    assert len(plain) == 1  # "HTI's harbour office ... opened a new quay": no reference back
+
+
+S3_ELEMENT = P(
+    "10-seaguard-s3.md",
+    "SeaGuard S3",
+    "On 12 April 2016, HTI launched the SeaGuard S3, the first of its products built around a pressure element "
+    "of its own design. The element, called HT-Core, is made in the clean room that HTI opened in Sandnes. "
+    "The board certified the S3 on 1 March 2016.",
+)
+
+
+def test_a_sentence_the_next_one_continues_brings_it():
+    """"The element, called HT-Core" continues the sentence the question matches; "The board certified"
+    does not (the board is not in the sentence before it)."""
+    q = "What is the pressure element of SeaGuard S3?"
+    texts = [s.text for s in focus(q, FILLER + [S3_ELEMENT], first=1, second=0)]
+    assert len(texts) == 2 and texts[0].startswith("On 12 April 2016") and "called HT-Core" in texts[1]
