@@ -115,7 +115,7 @@ STUDENT_SFT_LORA: dict[str, Any] = {**STUDENT_LORA, "modules_to_save": ["lm_head
 # (training/gpu_check.sh); rollouts by vLLM colocated with training, bf16.
 PROFILES: dict[str, dict[str, Any]] = {
     "cpu": {"rollout": "hf_generate", "bf16": False, "num_generations": 2, "rl_batch": 4, "sft_batch": 1,
-            "sft_accum": 4, "max_completion": 640},
+            "sft_accum": 4, "max_completion": 1536},  # 5 turns of 96 tokens and 4 tool results
     "h200": {"rollout": "vllm_colocate", "bf16": True, "num_generations": 8, "rl_batch": 32, "sft_batch": 8,
              "sft_accum": 1, "max_completion": 2048,
              "defaults": {"sft_n": 60, "rl_n": 20, "eval_n": 20, "llm_teacher_n": 0, "sft_epochs": 3.0,

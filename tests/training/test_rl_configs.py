@@ -54,3 +54,22 @@ def test_bad_configs_are_clear_errors(tmp_path) -> None:
     own = tmp_path / "own.yaml"
     own.write_text("mode: colocate\ngpu_memory_utilization: 0.5\n")
     assert load_rollout_settings(own).grpo_kwargs()["vllm_gpu_memory_utilization"] == 0.5
+
+
+@pytest.mark.parametrize("name", ["rl_qwen05b.toml", "rl_tiny.toml", "rl_8gpu_zero3_vllm.toml"])
+def test_a_rollout_turn_is_capped_as_a_served_turn(name: str) -> None:
+    """Each generate call of a rollout is one turn: capped at the agent's step_max_tokens (HF generate's
+    max_new_tokens, vLLM's max_tokens), so a turn that runs on after its call cannot spend the budget
+    the later turns and the tool results need; the real student's budget holds every turn of an episode."""
+    from pathlib import Path
+
+    from training.config import RLRunConfig, load_config
+    from training.rl.run import grpo_args
+
+    cfg = load_config(Path(__file__).parents[2] / "training" / "configs" / name, RLRunConfig)
+    args = grpo_args(cfg, world_size=1)
+    key = "max_tokens" if args.use_vllm else "max_new_tokens"
+    assert args.generation_kwargs[key] == cfg.env.run.step_max_tokens
+    if name == "rl_qwen05b.toml":
+        turns = cfg.grpo.max_tool_calling_iterations + 1
+        assert args.max_completion_length >= turns * cfg.env.run.step_max_tokens + 4 * 250

@@ -46,8 +46,8 @@ from training.common.loading import load_model_and_tokenizer
 from training.common.time_budget import TimeBudget
 from training.config import RLRunConfig
 from training.rl.env import ResearchEnv, research_reward
-from training.rl.schedule import Scheduler, cluster_questions
 from training.rl.opener import force_call_opener, opener_text
+from training.rl.schedule import Scheduler, cluster_questions
 from training.rl.tool_parse import with_text_call_repair
 from training.sft.data import TrainingQuestion
 from training.sft.train import ensure_model, last_checkpoint, peft_config
@@ -179,6 +179,12 @@ def grpo_args(cfg: RLRunConfig, world_size: int | None = None) -> Any:
     extra: dict[str, Any] = load_rollout_settings(cfg.launch.rollout).grpo_kwargs()
     if g.gradient_checkpointing:
         extra["gradient_checkpointing"] = True
+    # a rollout's turn is capped as the agent caps a served turn (one generate call per turn: HF's
+    # max_new_tokens, vLLM's max_tokens); uncapped, a sampled turn that runs on after its call spent the
+    # whole completion budget, which the tool results share (session 15: every rollout clipped at 640
+    # tokens after 1.25 calls, none reached `answer`, every group degenerate)
+    cap = "max_tokens" if extra.get("use_vllm") else "max_new_tokens"
+    extra["generation_kwargs"] = {**extra.get("generation_kwargs", {}), cap: cfg.env.run.step_max_tokens}
     if world_size is not None:
         extra["generation_batch_size"] = (
             g.per_device_train_batch_size * world_size * g.gradient_accumulation_steps
