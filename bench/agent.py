@@ -34,23 +34,26 @@ from eval.multihop.schema import Passage, QADataset, QAExample  # noqa: E402
 from eval.multihop.systems import AgentSystem, QASystem, RetrieveAndRead  # noqa: E402
 from eventfold.llm.factory import make_chat_model  # noqa: E402
 from eventfold.settings import Settings  # noqa: E402
+from eventrag.index.documents import load_file  # noqa: E402
 
 SYSTEMS = ("naive", "event", "agent-nofold", "agent")
 
 
 def sample_set(root: Path, questions: Path | None = None, name: str = "sample") -> QADataset:
-    """The sample corpus and its eight questions (or those of `questions`) as a QA set (one passage per file)."""
-    passages = [
-        Passage(passage_id=f.name, title=f.stem, text=f.read_text(encoding="utf-8"))
-        for f in sorted((root / "examples" / "corpus").glob("*.md"))
-    ]
+    """The sample corpus and its eight questions (or those of `questions`) as a QA set (one passage per
+    file), each titled as `ask --corpus` titles it (its Markdown heading, `load_file`): with file names
+    for titles the readers saw "(10-seaguard-s3)" where a user's run shows "(SeaGuard S3 and the HT-Core
+    Element)", and the bench answered sample q6 otherwise than `ask`."""
+    files = sorted((root / "examples" / "corpus").glob("*.md"))
+    titles = {f.name: load_file(f)[0].title for f in files}
+    passages = [Passage(passage_id=f.name, title=titles[f.name], text=f.read_text(encoding="utf-8")) for f in files]
     examples = []
     for line in (questions or root / "examples" / "questions.jsonl").read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         examples.append(
             QAExample(qid=row["id"], question=row["question"], answers=[row["answer"]],
                       question_type=row.get("type", "unknown"),
-                      gold_titles=[Path(d).stem for d in row.get("supporting_docs", [])])  # fmt: skip
+                      gold_titles=[titles[Path(d).name] for d in row.get("supporting_docs", [])])  # fmt: skip
         )
     return QADataset(name=name, examples=examples, passages=passages)
 
