@@ -125,8 +125,8 @@ def focus(
     question: str, passages: Sequence[Passage], *, embed: Embed | None = None, first: int = 6, second: int = 4,
     context: int = 2,
 ) -> list[Sentence]:
-    """Up to `first + second` sentences of `passages` for `question` (and up to `context` sentences
-    that hop-1 sentences refer back to), in passage order (those stating a day or month the question
+    """Up to `first + second` sentences of `passages` for `question` (and up to `context` neighbours
+    that hop-1 sentences need to be read: `_antecedents`), in passage order (those stating a day or month the question
     names first: `date_first`)."""
     sents = sentences_of(passages)
     if len(sents) <= first + second:

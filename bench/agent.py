@@ -44,9 +44,9 @@ def sample_set(root: Path, questions: Path | None = None, name: str = "sample") 
     file), each titled as `ask --corpus` titles it (its Markdown heading, `load_file`): with file names
     for titles the readers saw "(10-seaguard-s3)" where a user's run shows "(SeaGuard S3 and the HT-Core
     Element)", and the bench answered sample q6 otherwise than `ask`."""
-    files = sorted((root / "examples" / "corpus").glob("*.md"))
-    titles = {f.name: load_file(f)[0].title for f in files}
-    passages = [Passage(passage_id=f.name, title=titles[f.name], text=f.read_text(encoding="utf-8")) for f in files]
+    docs = {f.name: load_file(f)[0] for f in sorted((root / "examples" / "corpus").glob("*.md"))}  # each file read once
+    titles = {name: doc.title for name, doc in docs.items()}
+    passages = [Passage(passage_id=name, title=doc.title, text=doc.text) for name, doc in docs.items()]
     examples = []
     for line in (questions or root / "examples" / "questions.jsonl").read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
