@@ -6,7 +6,9 @@ Per question: the episode reward (``training.rl.rewards``: correctness - context
 EM/F1, whether ``answer()`` ended the run (not the framework's forced answer), the model's turns and
 how many were valid tool calls (parsed and executed without error), folds/unfolds by the model,
 safety-net folds of the budget guard, peak rendered context, and whether the run came under budget
-pressure (its context passed ``pressure`` x budget at some turn, or the guard had to fold).
+pressure (its context passed ``pressure`` x budget at some turn, or the guard had to fold), and the
+model's turns in order (``calls``: each call's tool name, ``!`` marking one that failed, ``invalid`` a turn
+without a usable call, ``forced`` the framework's forced answer) with what each failure said (``errors``).
 ``summarize`` averages them; ``fold_rate_under_pressure`` is the share of pressured runs in which the
 model folded on its own. ``evaluate_policy`` can append each score to a JSONL file and skip the
 questions already there, so a long evaluation resumes where it stopped.
@@ -16,12 +18,14 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from agent.llm import Message
 from agent.state import RunState
 from eventfold.run_options import RunOptions
 from training.rl.rewards import EpisodeOutcome, RewardConfig, episode_reward
@@ -46,6 +50,39 @@ class EpisodeScore(BaseModel):
     pressure: bool = False
     answer: str | None = None
     seconds: float = 0.0
+    calls: list[str] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)
+
+
+_ERROR_CHARS = 160
+
+
+def _failed(result: Message) -> bool:
+    return result.content.lstrip().lower().startswith("error")
+
+
+def turn_calls(run: RunState) -> tuple[list[str], list[str]]:
+    """The model's turns in order as tool names (``!``: the call failed; ``invalid``: no usable call;
+    ``forced``: the framework answered for it) and, for each failure, the first characters of what
+    the tool (or the turn's text) said. The plan's seed search is not a model turn and is skipped."""
+    calls: list[str] = []
+    errors: list[str] = []
+    for step in run.steps:
+        if step.kind == "seed":
+            continue
+        if step.kind in ("invalid", "forced"):
+            calls.append(step.kind)
+            if step.kind == "invalid":
+                errors.append("invalid: " + step.assistant.content.strip()[:_ERROR_CHARS])
+            continue
+        by_id = {m.tool_call_id: m for m in step.results if m.tool_call_id}
+        for i, call in enumerate(step.assistant.tool_calls):
+            result = by_id.get(call.id) or (step.results[i] if i < len(step.results) else None)
+            bad = result is not None and _failed(result)
+            calls.append(call.name + ("!" if bad else ""))
+            if bad:
+                errors.append(f"{call.name}: " + result.content.strip()[:_ERROR_CHARS])
+    return calls, errors
 
 
 def score_run(
@@ -58,16 +95,15 @@ def score_run(
     )
     r = episode_reward(out, cfg)
     turns = [s for s in run.steps if s.kind in ("action", "invalid")]
-    valid = sum(
-        1 for s in turns if s.kind == "action" and not any(m.content.lstrip().lower().startswith("error") for m in s.results)
-    )
+    valid = sum(1 for s in turns if s.kind == "action" and not any(_failed(m) for m in s.results))
+    calls, errors = turn_calls(run)
     budget = budget or cfg.context_budget
     pressured = c.guard_folds > 0 or any(t > pressure * budget for t in c.context_samples)
     return EpisodeScore(
         qid=qid, reward=r.total, em=r.em, f1=r.f1, answered=out.answer is not None, folds=c.folds, unfolds=c.unfolds,
         guard_folds=c.guard_folds, invalid_turns=c.invalid_turns, tool_errors=c.tool_errors, steps=len(run.steps),
         peak_context_tokens=c.peak_context_tokens, turns=len(turns), valid_calls=valid, pressure=pressured,
-        answer=run.answer,
+        answer=run.answer, calls=calls, errors=errors,
     )
 
 
@@ -127,6 +163,17 @@ def summarize(scores: Sequence[EpisodeScore]) -> dict[str, float]:
     out["fold_rate_under_pressure"] = sum(s.folds > 0 for s in pressured) / len(pressured) if pressured else 0.0
     out["n"] = float(n)
     return out
+
+
+def call_profile(scores: Sequence[EpisodeScore]) -> dict[str, Any]:
+    """What the model did with its turns over ``scores``: how often each tool was called (``name!``:
+    failed), the tool sequence each run opened with most often, and the commonest failure messages
+    (first 60 characters). Scores written before ``calls`` existed count as no turns."""
+    names = Counter(c for s in scores for c in s.calls)
+    openings = Counter(" ".join(s.calls[:4]) for s in scores if s.calls)
+    errors = Counter(e[:60] for s in scores for e in s.errors)
+    return {"calls": dict(names.most_common()), "openings": dict(openings.most_common(3)),
+            "errors": dict(errors.most_common(5))}
 
 
 def write_scores(path: Path, scores: Sequence[EpisodeScore]) -> None:

@@ -32,7 +32,7 @@ from typing import Any
 
 from training.config import QuestionsSection, RLRunConfig, SFTRunConfig
 from training.corpus import load_questions, open_backend
-from training.evaluate import EpisodeScore, evaluate_policy, summarize
+from training.evaluate import EpisodeScore, call_profile, evaluate_policy, summarize
 
 STAGES = ("data", "base", "sft", "eval-sft", "rl", "eval-rl", "report")
 
@@ -305,6 +305,13 @@ class Experiment:
         for c in cols:
             lines.append(f"| {c} | " + " | ".join(f"{summaries[n].get(c, 0):.3g}" for n in names) + " |")
         self.results["table_common"] = summaries
+        lines += ["", "What each column's model did with its turns (`!`: the call failed):", ""]
+        for n in names:
+            prof = call_profile(self._scores(n, common))
+            self.results.setdefault("calls_common", {})[n] = prof
+            lines.append(f"- {n}: " + (", ".join(f"{k} {v}" for k, v in prof["calls"].items()) or "no turns recorded"))
+            lines += [f"  - opening `{k}` ×{v}" for k, v in prof["openings"].items()]
+            lines += [f"  - error ×{v}: {k}" for k, v in prof["errors"].items()]
         (self.a.out / "results.md").write_text("\n".join(lines) + "\n")
         self.save()
         print("\n".join(lines))

@@ -26,7 +26,8 @@ from training.sft.data import (
 
 
 class ScriptedTeacher:
-    """Test double of a teacher model: replays a fixed list of tool calls, counts with the tiny tokenizer."""
+    """Test double of a teacher model (or a student under evaluation): replays a fixed list of tool calls
+    (a plain string: a turn of text without a call), counts with the tiny tokenizer."""
 
     def __init__(self, counter: HFChatModel, script: list[tuple[str, dict]]) -> None:
         self.name = "scripted-teacher"
@@ -36,7 +37,10 @@ class ScriptedTeacher:
     def chat(self, messages, *, tools=None, **kw) -> ChatResponse:
         if not tools or not self.script:  # the agent's forced final answer (with or without tools)
             return ChatResponse(message=Message(role="assistant", content="unknown"), model=self.name)
-        name, args = self.script.pop(0)
+        turn = self.script.pop(0)
+        if isinstance(turn, str):
+            return ChatResponse(message=Message(role="assistant", content=turn), model=self.name)
+        name, args = turn
         call = ToolCall(id=f"c{len(self.script)}", name=name, arguments=args)
         return ChatResponse(message=Message(role="assistant", content="", tool_calls=[call]), model=self.name)
 
