@@ -17,6 +17,7 @@ questions already there, so a long evaluation resumes where it stopped.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -165,13 +166,22 @@ def summarize(scores: Sequence[EpisodeScore]) -> dict[str, float]:
     return out
 
 
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+def _error_kind(error: str) -> str:
+    """``search: error: you already searched '…' (step N)…`` for every repeated query, whatever it was."""
+    return re.sub(r"\d+", "N", _QUOTED.sub("'…'", error))[:72]
+
+
 def call_profile(scores: Sequence[EpisodeScore]) -> dict[str, Any]:
     """What the model did with its turns over ``scores``: how often each tool was called (``name!``:
-    failed), the tool sequence each run opened with most often, and the commonest failure messages
-    (first 60 characters). Scores written before ``calls`` existed count as no turns."""
+    failed), the tool sequence each run opened with most often, and the commonest kinds of failure
+    (quoted values and numbers masked, first 72 characters). Scores written before ``calls`` existed
+    count as no turns."""
     names = Counter(c for s in scores for c in s.calls)
     openings = Counter(" ".join(s.calls[:4]) for s in scores if s.calls)
-    errors = Counter(e[:60] for s in scores for e in s.errors)
+    errors = Counter(_error_kind(e) for s in scores for e in s.errors)
     return {"calls": dict(names.most_common()), "openings": dict(openings.most_common(3)),
             "errors": dict(errors.most_common(5))}
 

@@ -67,3 +67,12 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from training.common.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny_model"))
+
+
+@pytest.fixture
+def counter(tiny_model_dir: Path):
+    """A chat model of the tiny tokenizer that only counts tokens (for scripted teachers and policies)."""
+    from eventfold.llm.transformers_backend import HFChatModel
+    from training.common.loading import load_tokenizer
+
+    return HFChatModel(load_tokenizer(tiny_model_dir))

@@ -7,9 +7,7 @@ from __future__ import annotations
 import pytest
 from test_sft_data import ScriptedTeacher
 
-from eventfold.llm.transformers_backend import HFChatModel
 from eventfold.run_options import RunOptions
-from training.common.loading import load_tokenizer
 from training.evaluate import EpisodeScore, call_profile, evaluate_policy, summarize
 from training.rl.rewards import RewardConfig
 from training.sft.data import TrainingQuestion
@@ -19,11 +17,6 @@ QUESTION = TrainingQuestion(
     question="Who led the repairs on the road that was closed because the Millbrook pumping station had flooded?",
     golds=["Mara Quill"],
 )
-
-
-@pytest.fixture
-def counter(tiny_model_dir) -> HFChatModel:
-    return HFChatModel(load_tokenizer(tiny_model_dir))
 
 
 SCRIPT = [
@@ -68,4 +61,5 @@ def test_profile_counts_tools_openings_and_failures() -> None:
     ])  # fmt: skip
     assert prof["calls"] == {"search": 6, "read!": 2, "fold": 1}
     assert prof["openings"] == {"search search read! search": 2}
-    assert prof["errors"] == {"read: Error: unknown id 'x'": 1, "read: Error: unknown id 'y'": 1}
+    # failures of one kind count together, whatever value they quoted
+    assert prof["errors"] == {"read: Error: unknown id '…'": 2}

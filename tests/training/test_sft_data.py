@@ -76,11 +76,6 @@ SCRIPTS = {
 }
 
 
-@pytest.fixture
-def counter(tiny_model_dir) -> HFChatModel:
-    return HFChatModel(load_tokenizer(tiny_model_dir))
-
-
 def _run(script_name: str, counter, backend, max_steps: int = 6):
     q = TrainingQuestion(
         id=script_name,

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 from test_sft_data import ScriptedTeacher
 
-from eventfold.llm.transformers_backend import HFChatModel
 from eventfold.run_options import RunOptions
-from training.common.loading import load_tokenizer
 from training.sft.data import TrainingQuestion, agent_run_fn, judge, write_dataset
 from training.sft.teachers import OracleTeacher, mixed_trajectories, oracle_plans
 
@@ -15,11 +12,6 @@ Q = [
     TrainingQuestion(id="q1", question="Who led the repairs on the road that was closed?", golds=["Mara Quill"]),
     TrainingQuestion(id="q2", question="When was the storm?", golds=["10 January 2020"]),
 ]
-
-
-@pytest.fixture
-def counter(tiny_model_dir) -> HFChatModel:
-    return HFChatModel(load_tokenizer(tiny_model_dir))
 
 
 def test_oracle_fills_in_for_rejected_llm_trajectories(tmp_path, counter, lexical_backend) -> None:

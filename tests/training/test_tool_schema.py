@@ -6,14 +6,13 @@ from __future__ import annotations
 import inspect
 import json
 
-import pytest
 from test_sft_data import GOOD, ScriptedTeacher
 from transformers.utils import get_json_schema
 
 from agent.graph import AgentDeps, AgentGraph
 from agent.state import RunState
 from eventfold.llm.transformers_backend import HFChatModel
-from training.common.loading import load_model_and_tokenizer, load_tokenizer
+from training.common.loading import load_model_and_tokenizer
 from training.config import RLRunConfig
 from training.rl.env import EnvConfig, ResearchEnv
 from training.rl.run import build_rl_trainer, rl_rows
@@ -26,11 +25,6 @@ def inference_specs(env_cfg: EnvConfig, counter, backend) -> list[dict]:
 
     graph = AgentGraph(AgentDeps(model=counter, backend=backend), _run_options(env_cfg))
     return [s.to_openai() for s in graph.tool_specs(RunState(run_id="x", question="q"))]
-
-
-@pytest.fixture
-def counter(tiny_model_dir) -> HFChatModel:
-    return HFChatModel(load_tokenizer(tiny_model_dir))
 
 
 def test_sft_rows_carry_the_inference_specs(counter, lexical_backend) -> None:

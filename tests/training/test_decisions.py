@@ -1,0 +1,58 @@
+"""The tool-decision probe measures the probability the student gives each tool's name at the turn's
+decision point — the same number as the name token's probability inside the rendered completion."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from test_sft_data import _run
+
+from training.common.loading import load_model_and_tokenizer
+from training.sft.data import trajectory_rows
+from training.sft.decisions import TOOL_NAMES, decision_report, format_report, tool_probs
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_dir):
+    model, tok = load_model_and_tokenizer(tiny_model_dir, dtype=torch.float32)
+    return model.eval(), tok
+
+
+@pytest.fixture
+def rows(counter, lexical_backend):
+    return trajectory_rows(_run("good", counter, lexical_backend))
+
+
+def _name_prob_in_completion(model, tok, row) -> float:
+    """The probability of the completion's tool-name token, read inside the full rendered turn."""
+    tools = json.loads(row["tools"])
+    prompt = tok.apply_chat_template(row["prompt"], tools=tools, add_generation_prompt=True, tokenize=False)
+    full = tok.apply_chat_template(row["prompt"] + row["completion"], tools=tools, tokenize=False)
+    assert full.startswith(prompt)
+    name = row["completion"][0]["tool_calls"][0]["function"]["name"]
+    head = full[: full.index('"' + name + '"', len(prompt)) + 1]  # up to the name's opening quote
+    ids = tok(head, return_tensors="pt", add_special_tokens=False).input_ids
+    with torch.no_grad():
+        p = torch.softmax(model(ids).logits[0, -1].float(), -1)
+    return float(p[tok.encode(name, add_special_tokens=False)[0]])
+
+
+def test_probe_reads_the_name_token_where_the_rendered_turn_has_it(tiny, rows) -> None:
+    model, tok = tiny
+    for row in rows:
+        probs = tool_probs(model, tok, row)
+        target = row["completion"][0]["tool_calls"][0]["function"]["name"]
+        assert probs[target] == pytest.approx(_name_prob_in_completion(model, tok, row), rel=1e-4)
+        assert 0 < sum(probs.values()) <= 1 + 1e-6
+
+
+def test_report_groups_rows_by_the_tool_they_call(tiny, rows) -> None:
+    model, tok = tiny
+    report = decision_report(model, tok, rows)
+    assert [(d.tool, d.rows) for d in report] == [("search", 2), ("fold", 1), ("answer", 1)]
+    for d in report:
+        assert set(d.mean_prob) == set(TOOL_NAMES) and 0 <= d.argmax_right <= d.rows
+    table = format_report(report)
+    assert table.splitlines()[2].startswith("| search | 2 |")
