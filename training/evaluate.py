@@ -170,8 +170,12 @@ _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 
 def _error_kind(error: str) -> str:
-    """``search: error: you already searched '…' (step N)…`` for every repeated query, whatever it was."""
-    return re.sub(r"\d+", "N", _QUOTED.sub("'…'", error))[:72]
+    """``search: error: you already searched '…' (step N)…`` for every repeated query, whatever it was;
+    a turn without a usable call keeps its text (``invalid: <tool_call> {"name": "fold", …``)."""
+    flat = " ".join(error.split())
+    if flat.startswith("invalid:"):
+        return flat[:72]
+    return re.sub(r"\d+", "N", _QUOTED.sub("'…'", flat))[:72]
 
 
 def call_profile(scores: Sequence[EpisodeScore]) -> dict[str, Any]:

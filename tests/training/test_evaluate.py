@@ -57,9 +57,13 @@ def test_profile_counts_tools_openings_and_failures() -> None:
     prof = call_profile([
         s("a", ["search", "search", "read!", "search"], ["read: Error: unknown id 'x'"]),
         s("b", ["search", "search", "read!", "search", "fold"], ["read: Error: unknown id 'y'"]),
-        s("c", [], []),
+        s("c", ["invalid"], ['invalid: <tool_call>\n{"name": "fold", "arguments": {"target"']),
+        s("d", [], []),
     ])  # fmt: skip
-    assert prof["calls"] == {"search": 6, "read!": 2, "fold": 1}
-    assert prof["openings"] == {"search search read! search": 2}
+    assert prof["calls"] == {"search": 6, "read!": 2, "fold": 1, "invalid": 1}
+    assert prof["openings"] == {"search search read! search": 2, "invalid": 1}
     # failures of one kind count together, whatever value they quoted
-    assert prof["errors"] == {"read: Error: unknown id '…'": 2}
+    assert prof["errors"] == {
+        "read: Error: unknown id '…'": 2,
+        'invalid: <tool_call> {"name": "fold", "arguments": {"target"': 1,
+    }

@@ -46,12 +46,16 @@ def _target(row: dict[str, Any]) -> str:
     return row["completion"][0]["tool_calls"][0]["function"]["name"]
 
 
-def tool_probs(model: Any, tokenizer: Any, row: dict[str, Any], names: Sequence[str] = TOOL_NAMES) -> dict[str, float]:
+def tool_probs(
+    model: Any, tokenizer: Any, row: dict[str, Any], names: Sequence[str] = TOOL_NAMES
+) -> dict[str, float]:
     """Probability of each name's first token right after the opener, at ``row``'s turn."""
     import torch
 
     tools = json.loads(row["tools"]) if isinstance(row["tools"], str) else row["tools"]
-    text = tokenizer.apply_chat_template(row["prompt"], tools=tools, add_generation_prompt=True, tokenize=False)
+    text = tokenizer.apply_chat_template(
+        row["prompt"], tools=tools, add_generation_prompt=True, tokenize=False
+    )
     ids = tokenizer(text + opener_text(tokenizer), return_tensors="pt", add_special_tokens=False).input_ids
     with torch.no_grad():
         logits = model(ids.to(model.device)).logits[0, -1].float()
