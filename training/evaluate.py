@@ -26,11 +26,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agent.llm import Message
 from agent.state import RunState
 from eventfold.run_options import RunOptions
 from training.rl.rewards import EpisodeOutcome, RewardConfig, episode_reward
-from training.sft.data import TrainingQuestion, agent_run_fn
+from training.sft.data import TrainingQuestion, agent_run_fn, is_error_result
 
 
 class EpisodeScore(BaseModel):
@@ -58,10 +57,6 @@ class EpisodeScore(BaseModel):
 _ERROR_CHARS = 160
 
 
-def _failed(result: Message) -> bool:
-    return result.content.lstrip().lower().startswith("error")
-
-
 def turn_calls(run: RunState) -> tuple[list[str], list[str]]:
     """The model's turns in order as tool names (``!``: the call failed; ``invalid``: no usable call;
     ``forced``: the framework answered for it) and, for each failure, the first characters of what
@@ -76,10 +71,9 @@ def turn_calls(run: RunState) -> tuple[list[str], list[str]]:
             if step.kind == "invalid":
                 errors.append("invalid: " + step.assistant.content.strip()[:_ERROR_CHARS])
             continue
-        by_id = {m.tool_call_id: m for m in step.results if m.tool_call_id}
-        for i, call in enumerate(step.assistant.tool_calls):
-            result = by_id.get(call.id) or (step.results[i] if i < len(step.results) else None)
-            bad = result is not None and _failed(result)
+        for i, call in enumerate(step.assistant.tool_calls):  # results come in call order (as `judge` reads them)
+            result = step.results[i] if i < len(step.results) else None
+            bad = result is not None and is_error_result(result)
             calls.append(call.name + ("!" if bad else ""))
             if bad:
                 errors.append(f"{call.name}: " + result.content.strip()[:_ERROR_CHARS])
@@ -96,7 +90,7 @@ def score_run(
     )
     r = episode_reward(out, cfg)
     turns = [s for s in run.steps if s.kind in ("action", "invalid")]
-    valid = sum(1 for s in turns if s.kind == "action" and not any(_failed(m) for m in s.results))
+    valid = sum(1 for s in turns if s.kind == "action" and not any(is_error_result(m) for m in s.results))
     calls, errors = turn_calls(run)
     budget = budget or cfg.context_budget
     pressured = c.guard_folds > 0 or any(t > pressure * budget for t in c.context_samples)

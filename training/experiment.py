@@ -301,13 +301,14 @@ class Experiment:
         common = self._common_ids(names)
         lines = [f"held-out questions evaluated by every column: {len(common)}", "",
                  "| metric | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-        summaries = {n: summarize(self._scores(n, common)) for n in names}
+        scores = {n: self._scores(n, common) for n in names}
+        summaries = {n: summarize(scores[n]) for n in names}
         for c in cols:
             lines.append(f"| {c} | " + " | ".join(f"{summaries[n].get(c, 0):.3g}" for n in names) + " |")
         self.results["table_common"] = summaries
         lines += ["", "What each column's model did with its turns (`!`: the call failed):", ""]
         for n in names:
-            prof = call_profile(self._scores(n, common))
+            prof = call_profile(scores[n])
             self.results.setdefault("calls_common", {})[n] = prof
             lines.append(f"- {n}: " + (", ".join(f"{k} {v}" for k, v in prof["calls"].items()) or "no turns recorded"))
             lines += [f"  - opening `{k}` ×{v}" for k, v in prof["openings"].items()]

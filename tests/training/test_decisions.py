@@ -11,7 +11,7 @@ from test_sft_data import _run
 
 from training.common.loading import load_model_and_tokenizer
 from training.sft.data import trajectory_rows
-from training.sft.decisions import TOOL_NAMES, decision_report, format_report, tool_probs
+from training.sft.decisions import decision_report, format_report, tool_names, tool_probs
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +53,13 @@ def test_report_groups_rows_by_the_tool_they_call(tiny, rows) -> None:
     report = decision_report(model, tok, rows)
     assert [(d.tool, d.rows) for d in report] == [("search", 2), ("fold", 1), ("answer", 1)]
     for d in report:
-        assert set(d.mean_prob) == set(TOOL_NAMES) and 0 <= d.argmax_right <= d.rows
+        assert list(d.mean_prob) == tool_names(rows[0]) and 0 <= d.argmax_right <= d.rows
+    assert tool_names(rows[0]) == [
+        "search",
+        "read",
+        "fold",
+        "unfold",
+        "answer",
+    ]  # the registry's tools, its order
     table = format_report(report)
     assert table.splitlines()[2].startswith("| search | 2 |")

@@ -76,7 +76,8 @@ class Verdict(BaseModel):
 _FOLD_ID = re.compile(r"\binto (F\d+)")
 
 
-def _is_error(msg: Message) -> bool:
+def is_error_result(msg: Message) -> bool:
+    """A tool result that reports a failed call (the agent's tools answer those with "error: ...")."""
     return msg.content.lstrip().lower().startswith("error")
 
 
@@ -102,16 +103,16 @@ def judge(traj: TeacherTrajectory, cfg: AcceptConfig | None = None) -> Verdict:
         if step.kind == "invalid":
             return no(f"invalid turn at step {step.n} (no usable tool call)")
         for call, res in zip(step.assistant.tool_calls, step.results, strict=False):
-            if call.name in ("fold", "unfold") and _is_error(res):
+            if call.name in ("fold", "unfold") and is_error_result(res):
                 return no(f"invalid {call.name} at step {step.n}: {res.content[:160]}")
             if call.name == "unfold" and last_fold is not None and last_fold[0] == step.n - 1:
                 fid = str(call.arguments.get("fold_id", "")).strip("[] ").upper()
                 if fid == last_fold[1]:
                     return no(f"fold thrash: {fid} unfolded at step {step.n} right after folding it")
-            if call.name == "fold" and not _is_error(res):
+            if call.name == "fold" and not is_error_result(res):
                 m = _FOLD_ID.search(res.content)
                 last_fold = (step.n, m.group(1).upper() if m else "")
-            errors += int(_is_error(res))
+            errors += int(is_error_result(res))
     if errors > cfg.max_tool_errors:
         return no(f"{errors} tool errors (allowed {cfg.max_tool_errors})")
     if run.counters.guard_folds and not cfg.allow_guard_folds:

@@ -23,8 +23,6 @@ from pydantic import BaseModel
 
 from training.rl.opener import opener_text
 
-TOOL_NAMES = ("search", "read", "fold", "unfold", "answer")
-
 
 class ToolDecision(BaseModel):
     """One target tool over the rows whose completion calls it."""
@@ -33,6 +31,15 @@ class ToolDecision(BaseModel):
     rows: int
     mean_prob: dict[str, float]  # per tool name: mean probability of its first token at the opener
     argmax_right: int  # rows where the target's first token is the likeliest of the tool names
+
+
+def _tools(row: dict[str, Any]) -> list[dict[str, Any]]:
+    return json.loads(row["tools"]) if isinstance(row["tools"], str) else row["tools"]
+
+
+def tool_names(row: dict[str, Any]) -> list[str]:
+    """The tools offered at ``row``'s turn, in the registry's order (the schema the row was recorded with)."""
+    return [t["function"]["name"] for t in _tools(row)]
 
 
 def _first_tokens(tokenizer: Any, names: Sequence[str]) -> dict[str, int]:
@@ -46,44 +53,57 @@ def _target(row: dict[str, Any]) -> str:
     return row["completion"][0]["tool_calls"][0]["function"]["name"]
 
 
-def tool_probs(
-    model: Any, tokenizer: Any, row: dict[str, Any], names: Sequence[str] = TOOL_NAMES
+def _probs(
+    model: Any, tokenizer: Any, row: dict[str, Any], opener: str, first: dict[str, int]
 ) -> dict[str, float]:
-    """Probability of each name's first token right after the opener, at ``row``'s turn."""
     import torch
 
-    tools = json.loads(row["tools"]) if isinstance(row["tools"], str) else row["tools"]
     text = tokenizer.apply_chat_template(
-        row["prompt"], tools=tools, add_generation_prompt=True, tokenize=False
+        row["prompt"], tools=_tools(row), add_generation_prompt=True, tokenize=False
     )
-    ids = tokenizer(text + opener_text(tokenizer), return_tensors="pt", add_special_tokens=False).input_ids
+    ids = tokenizer(text + opener, return_tensors="pt", add_special_tokens=False).input_ids
     with torch.no_grad():
         logits = model(ids.to(model.device)).logits[0, -1].float()
     p = torch.softmax(logits, -1)
-    return {n: float(p[i]) for n, i in _first_tokens(tokenizer, names).items()}
+    return {n: float(p[i]) for n, i in first.items()}
+
+
+def _opener(tokenizer: Any) -> str:
+    opener = opener_text(tokenizer)
+    if not opener:
+        raise ValueError("this chat template renders no tool-call opener: nothing to measure")
+    return opener
+
+
+def tool_probs(model: Any, tokenizer: Any, row: dict[str, Any]) -> dict[str, float]:
+    """Probability of each offered tool name's first token right after the opener, at ``row``'s turn."""
+    return _probs(model, tokenizer, row, _opener(tokenizer), _first_tokens(tokenizer, tool_names(row)))
 
 
 def decision_report(model: Any, tokenizer: Any, rows: Sequence[dict[str, Any]]) -> list[ToolDecision]:
-    """Per target tool (in ``TOOL_NAMES`` order): rows, mean probability of each name, argmax right."""
-    if not opener_text(tokenizer):
-        raise ValueError("this chat template renders no tool-call opener: nothing to measure")
+    """Per target tool (in the registry's order): rows, mean probability of each name, argmax right."""
+    if not rows:
+        return []
+    names = tool_names(rows[0])
+    opener, first = _opener(tokenizer), _first_tokens(tokenizer, names)
     by_tool: dict[str, list[dict[str, float]]] = {}
     for row in rows:
-        by_tool.setdefault(_target(row), []).append(tool_probs(model, tokenizer, row))
+        by_tool.setdefault(_target(row), []).append(_probs(model, tokenizer, row, opener, first))
     out = []
-    for tool in sorted(by_tool, key=lambda t: TOOL_NAMES.index(t) if t in TOOL_NAMES else len(TOOL_NAMES)):
+    for tool in sorted(by_tool, key=lambda t: names.index(t) if t in names else len(names)):
         ps = by_tool[tool]
-        mean = {n: sum(p[n] for p in ps) / len(ps) for n in TOOL_NAMES}
+        mean = {n: sum(p[n] for p in ps) / len(ps) for n in names}
         right = sum(max(p, key=p.__getitem__) == tool for p in ps)
         out.append(ToolDecision(tool=tool, rows=len(ps), mean_prob=mean, argmax_right=right))
     return out
 
 
 def format_report(report: Sequence[ToolDecision]) -> str:
-    head = "| target | rows | argmax right | " + " | ".join(f"p({n})" for n in TOOL_NAMES) + " |"
-    lines = [head, "|---|---:|---:|" + "---:|" * len(TOOL_NAMES)]
+    names = list(report[0].mean_prob) if report else []
+    head = "| target | rows | argmax right | " + " | ".join(f"p({n})" for n in names) + " |"
+    lines = [head, "|---|---:|---:|" + "---:|" * len(names)]
     for d in report:
-        probs = " | ".join(f"{d.mean_prob[n]:.3f}" for n in TOOL_NAMES)
+        probs = " | ".join(f"{d.mean_prob[n]:.3f}" for n in names)
         lines.append(f"| {d.tool} | {d.rows} | {d.argmax_right} | {probs} |")
     return "\n".join(lines)
 
