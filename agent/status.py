@@ -14,6 +14,10 @@ from agent.tools.search import snippet
 from eventfold.run_options import RunOptions
 
 FOLD_HINT = 0.25  # a briefing's finished questions are offered for folding past this share of the budget
+# a single question's steps are offered for folding past this share (the oracle teacher folds on this cue
+# and the evaluation counts a run past it as under budget pressure)
+FOLD_CUE = 0.6
+FOLD_CALL = 'call fold with target "all" before any search'  # the words of both hints (the oracle reads them)
 
 
 def folded_lines(run: RunState) -> tuple[list[str], set[int]]:
@@ -78,13 +82,19 @@ def status_line(run: RunState, options: RunOptions, tokens: int) -> str:
 
 
 def fold_hint(run: RunState, options: RunOptions, tokens: int) -> str | None:
-    """In a briefing past `FOLD_HINT` of the budget: fold the finished questions' steps before the next
-    search. Its questions are independent and each is answered from the evidence kept in the state, so
-    the model loses nothing by folding them; the guard only acts if it does not. None when no fold is
-    due, or when the steps to fold also served a question still open."""
-    if not (options.fold and run.plan.briefing and run.plan.open()):
+    """The status line's call to fold, or None when no fold is due (or ``options.fold`` is off).
+
+    A briefing past `FOLD_HINT` of the budget folds its finished questions' steps before the next search:
+    its questions are independent and each is answered from the evidence kept in the state, so the
+    model loses nothing by folding them (None when the steps to fold also served a question still open).
+    A single question past `FOLD_CUE` folds the steps it has not folded yet when they hold a search or a
+    read (a span of fold and unfold calls alone is not worth a block). The guard only acts past the whole
+    budget, when the model did not fold."""
+    if not options.fold:
         return None
-    if tokens < options.context_budget * FOLD_HINT:
+    if not run.plan.briefing:
+        return _single_question_cue(run, options, tokens)
+    if not run.plan.open() or tokens < options.context_budget * FOLD_HINT:
         return None
     span = fold_targets(run).get("all")
     if span is None:
@@ -96,8 +106,23 @@ def fold_hint(run: RunState, options: RunOptions, tokens: int) -> str | None:
         return None
     ids = ", ".join(str(sq.id) for sq in inside)
     many = len(inside) > 1
-    share = int(100 * tokens / options.context_budget)
     # asked to fold "now; then search" with one question done, the 1.5B searched; asked to fold "before
     # any search", it folded (probes on the k = 8 briefings, session 12)
-    return (f'next: the context is past {share}% of the budget: call fold with target "all" before any search '
+    return (f"next: the context is past {_share(tokens, options)}% of the budget: {FOLD_CALL} "
             f"(question{'s' if many else ''} {ids} {'have' if many else 'has'} evidence, kept for the answers)")
+
+
+def _single_question_cue(run: RunState, options: RunOptions, tokens: int) -> str | None:
+    if tokens <= options.context_budget * FOLD_CUE:
+        return None
+    span = fold_targets(run).get("all")
+    if span is None:
+        return None
+    steps = [s for s in run.steps[span[0] - 1 : span[1]] if run.memory.covering(s.n) is None]
+    if not any(c.name in ("search", "read") for s in steps for c in s.assistant.tool_calls or []):
+        return None
+    return f"next: the context is past {_share(tokens, options)}% of the budget: {FOLD_CALL}"
+
+
+def _share(tokens: int, options: RunOptions) -> int:
+    return int(100 * tokens / options.context_budget)

@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agent.state import RunState
+from agent.status import FOLD_CUE
 from eventfold.run_options import RunOptions
 from training.rl.rewards import EpisodeOutcome, RewardConfig, episode_reward
 from training.sft.data import TrainingQuestion, agent_run_fn, is_error_result
@@ -81,7 +82,7 @@ def turn_calls(run: RunState) -> tuple[list[str], list[str]]:
 
 
 def score_run(
-    qid: str, run: RunState, golds: list[str], cfg: RewardConfig, budget: int | None = None, pressure: float = 0.6
+    qid: str, run: RunState, golds: list[str], cfg: RewardConfig, budget: int | None = None, pressure: float = FOLD_CUE
 ) -> EpisodeScore:
     c = run.counters
     out = EpisodeOutcome(

@@ -191,7 +191,7 @@ class Experiment:
 
             llm = make_chat_model(Settings(), cache=False)
         counter = HFChatModel(load_tokenizer(self.student_dir()))
-        oracle = OracleTeacher(counter, oracle_plans(self.sft_qs, self.ds), a.budget)
+        oracle = OracleTeacher(counter, oracle_plans(self.sft_qs, self.ds))
         started = time.perf_counter()
 
         def show(tr: Any) -> None:

@@ -76,7 +76,7 @@ def build_sft_data(cfg: SFTRunConfig) -> Any:
     oracle = None
     if t.backend == "oracle" or t.oracle_fill != "none":
         counter = HFChatModel(load_tokenizer(ensure_model(cfg.model)))  # budget in student tokens
-        oracle = OracleTeacher(counter, oracle_plans(questions, dataset), options.context_budget)
+        oracle = OracleTeacher(counter, oracle_plans(questions, dataset))
     with open_backend(cfg.corpus, dataset) as backend:
         trajs = mixed_trajectories(
             questions, agent_run_fn(backend, options), llm=llm, llm_n=t.llm_questions, oracle=oracle,

@@ -21,8 +21,8 @@ def test_oracle_fills_in_for_rejected_llm_trajectories(tmp_path, counter, lexica
     ds = SimpleNamespace(examples=[SimpleNamespace(qid="q1", gold_titles=["Riverside Road closure", "repairs led"])])
     plans = oracle_plans(Q, ds)
     assert plans[Q[1].question] == ([Q[1].question], "10 January 2020")  # no titles: the question is the search
-    oracle = OracleTeacher(counter, plans, budget=400, fold_at=0.6)
-    run_fn = agent_run_fn(lexical_backend, RunOptions(max_steps=6, context_budget=8000, fold_summary="deterministic"))
+    oracle = OracleTeacher(counter, plans)
+    run_fn = agent_run_fn(lexical_backend, RunOptions(max_steps=6, context_budget=2400, fold_summary="deterministic"))
     trajs = mixed_trajectories(Q, run_fn, llm=wrong, llm_n=1, oracle=oracle, fill="rejected")
     assert [(t.teacher, t.question_id) for t in trajs] == [
         ("scripted-teacher", "q1"), ("oracle-teacher", "q1"), ("oracle-teacher", "q2")]

@@ -2,8 +2,8 @@
 mixed with a privileged oracle where the LLM yields too few kept trajectories.
 
 ``OracleTeacher`` is scripted with privileged information (the gold supporting titles and the gold
-answer): it searches each supporting title, folds all completed steps once the rendered context
-passes ``fold_at`` of the budget (``fold(target="all")``), then answers. Its trajectories still go through the real agent,
+answer): it searches each supporting title, folds all completed steps when the status line asks for a
+fold (past ``agent.status.FOLD_CUE`` of the budget: ``fold(target="all")``), then answers. Its trajectories still go through the real agent,
 tools and corpus (so the prompts, tool results, fold blocks and status lines are the real ones), and
 its token counts use the student's tokenizer so the budget is in student tokens. It teaches the
 format and *when* to fold, not how to research: that part comes from the LLM's kept trajectories.
@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from agent.status import FOLD_CALL
 from eventfold.llm.types import ChatResponse, Message, ToolCall
 from training.sft.data import (
     AcceptConfig,
@@ -35,9 +36,9 @@ def _key(text: str) -> str:
 class OracleTeacher:
     """Scripted teacher with the gold titles and answer (see module docstring)."""
 
-    def __init__(self, counter: Any, plans: dict[str, tuple[list[str], str]], budget: int, fold_at: float = 0.6):
+    def __init__(self, counter: Any, plans: dict[str, tuple[list[str], str]]):
         self.name = "oracle-teacher"
-        self.counter, self.budget, self.fold_at = counter, budget, fold_at
+        self.counter = counter
         self.plans = {_key(q): p for q, p in plans.items()}
         self._done: dict[str, list[str]] = {}
 
@@ -49,9 +50,9 @@ class OracleTeacher:
         done = self._done.setdefault(_key(question), [])
         blocks = [m for m in messages if m.role == "user" and m.content.startswith("## [F")]
         steps = sum(1 for m in messages if m.role == "assistant") + len(blocks)
-        tokens = self.counter.count_message_tokens(messages, tools)
+        status = messages[-1].content if messages[-1].role == "user" else ""
         todo = [t for t in titles if t not in done]
-        if steps >= 2 and not blocks and tokens > self.fold_at * self.budget:
+        if FOLD_CALL in status:  # the status line asks for a fold: the decision the student must learn
             call = ToolCall(id=f"o{steps}", name="fold", arguments={"target": "all"})
         elif todo:
             done.append(todo[0])
