@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from agent import prompts
 from agent.leads import leads
+from agent.memory.trajectory import Step
 from agent.state import RunState
 from agent.tools.context import neutralize
 from agent.tools.fold import describe_targets, fold_targets
@@ -99,8 +100,7 @@ def fold_hint(run: RunState, options: RunOptions, tokens: int) -> str | None:
     span = fold_targets(run).get("all")
     if span is None:
         return None
-    start, end = span
-    shown = {n for n in range(start, end + 1) if run.memory.covering(n) is None}  # not folded yet
+    shown = {s.n for s in _unfolded_steps(run, span)}
     inside = [sq for sq in run.plan.sub_questions if shown & set(sq.steps)]
     if not inside or any(not sq.done for sq in inside):
         return None
@@ -118,10 +118,16 @@ def _single_question_cue(run: RunState, options: RunOptions, tokens: int) -> str
     span = fold_targets(run).get("all")
     if span is None:
         return None
-    steps = [s for s in run.steps[span[0] - 1 : span[1]] if run.memory.covering(s.n) is None]
-    if not any(c.name in ("search", "read") for s in steps for c in s.assistant.tool_calls or []):
+    calls = [c.name for s in _unfolded_steps(run, span) for c in s.assistant.tool_calls]
+    if not {"search", "read"} & set(calls):
         return None
     return f"next: the context is past {_share(tokens, options)}% of the budget: {FOLD_CALL}"
+
+
+def _unfolded_steps(run: RunState, span: tuple[int, int]) -> list[Step]:
+    """The steps of ``span`` (first and last step numbers) that no fold covers yet."""
+    start, end = span
+    return [s for s in run.steps if start <= s.n <= end and run.memory.covering(s.n) is None]
 
 
 def _share(tokens: int, options: RunOptions) -> int:

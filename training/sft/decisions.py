@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from training.rl.opener import opener_text
+from training.sft.train import render_turn, row_tools
 
 
 class ToolDecision(BaseModel):
@@ -33,13 +34,9 @@ class ToolDecision(BaseModel):
     argmax_right: int  # rows where the target's first token is the likeliest of the tool names
 
 
-def _tools(row: dict[str, Any]) -> list[dict[str, Any]]:
-    return json.loads(row["tools"]) if isinstance(row["tools"], str) else row["tools"]
-
-
 def tool_names(row: dict[str, Any]) -> list[str]:
     """The tools offered at ``row``'s turn, in the registry's order (the schema the row was recorded with)."""
-    return [t["function"]["name"] for t in _tools(row)]
+    return [t["function"]["name"] for t in row_tools(row)]
 
 
 def _first_tokens(tokenizer: Any, names: Sequence[str]) -> dict[str, int]:
@@ -58,9 +55,7 @@ def _probs(
 ) -> dict[str, float]:
     import torch
 
-    text = tokenizer.apply_chat_template(
-        row["prompt"], tools=_tools(row), add_generation_prompt=True, tokenize=False
-    )
+    text = render_turn(row, tokenizer)[0]  # the prompt exactly as SFT trains on it
     ids = tokenizer(text + opener, return_tensors="pt", add_special_tokens=False).input_ids
     with torch.no_grad():
         logits = model(ids.to(model.device)).logits[0, -1].float()

@@ -98,16 +98,26 @@ class TokenizedRows(BaseModel):
     total_tokens: int
 
 
+def row_tools(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool specs a row was recorded with (stored as a JSON string or a list)."""
+    return json.loads(row["tools"]) if isinstance(row["tools"], str) else row["tools"]
+
+
+def render_turn(row: dict[str, Any], tokenizer: Any) -> tuple[str, str]:
+    """The row's prompt (with the generation prompt) and its whole conversation, as the student's chat
+    template renders them for training, with the row's tool specs and tool-call arguments as objects."""
+    prompt = [_object_arguments(m) for m in row["prompt"]]
+    completion = [_object_arguments(m) for m in row["completion"]]
+    kw: dict[str, Any] = {"tools": row_tools(row) or None, "tokenize": False}
+    return (tokenizer.apply_chat_template(prompt, add_generation_prompt=True, **kw),
+            tokenizer.apply_chat_template(prompt + completion, **kw))
+
+
 def tokenize_rows(rows: list[dict[str, Any]], tokenizer: Any, max_length: int) -> TokenizedRows:
     """``input_ids`` + ``completion_mask`` per row, rendered with the tokenizer's chat template."""
     out, dropped, trained, total = [], 0, 0, 0
     for i, r in enumerate(rows):
-        tools = json.loads(r["tools"]) if isinstance(r["tools"], str) else r["tools"]
-        prompt = [_object_arguments(m) for m in r["prompt"]]
-        completion = [_object_arguments(m) for m in r["completion"]]
-        kw: dict[str, Any] = {"tools": tools or None, "tokenize": False}
-        prompt_text = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, **kw)
-        full_text = tokenizer.apply_chat_template(prompt + completion, **kw)
+        prompt_text, full_text = render_turn(r, tokenizer)
         if not full_text.startswith(prompt_text):
             raise ValueError(f"row {i + 1}: the chat template does not render the prompt as a prefix of the conversation")
         p_ids = tokenizer(prompt_text, add_special_tokens=False)["input_ids"]
