@@ -90,8 +90,8 @@ def fold_hint(run: RunState, options: RunOptions, tokens: int) -> str | None:
     model loses nothing by folding them (None when the steps to fold also served a question still open).
     A single question past `FOLD_CUE` folds the steps it has not folded yet when they hold a search or a
     read (a span of fold and unfold calls alone is not worth a block). The guard only acts past the whole
-    budget, when the model did not fold."""
-    if not options.fold:
+    budget, when the model did not fold. None at the last step: nothing would come after the fold."""
+    if not options.fold or run.next_step >= options.max_steps:
         return None
     if not run.plan.briefing:
         return _single_question_cue(run, options, tokens)

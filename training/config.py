@@ -131,6 +131,8 @@ class TeacherSection(_Strict):
     llm_questions: int | None = Field(None, ge=0, description="run the LLM teacher on only the first N questions")
     oracle_fill: Literal["none", "rejected", "all"] = Field(
         "none", description="oracle trajectories for the questions the LLM got no kept trajectory for, or for all")
+    oracle_slips: float = Field(0.0, ge=0.0, le=1.0, description="share of questions on which the oracle re-runs "
+                                "its first query once (an untrained turn) so the data holds the states after it")
 
 
 class SFTRunConfig(_Strict):

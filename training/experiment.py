@@ -11,7 +11,8 @@ EventRAG index (rule extraction, naive retrieval).
 Stages (each resumable: a finished stage is not run again, an evaluation continues per question):
 - ``data``: teacher trajectories through the real agent, rejection-sampled (``training.sft.data.judge``):
   the first ``llm-teacher-n`` SFT questions with the LLM teacher (``Settings.llm``: the packaged 1.5B
-  through llama.cpp), all SFT questions with the privileged oracle (``training.sft.teachers``); yield
+  through llama.cpp), all SFT questions with the privileged oracle (``training.sft.teachers``; on every
+  ``1 / oracle-slips``-th question it re-runs its first query once, an untrained turn); yield
   and rejection reasons per teacher go to the manifest; the kept trajectories of both form the SFT set;
 - ``base`` / ``eval-sft`` / ``eval-rl``: the real agent driven by the student (transformers backend,
   greedy) on the held-out questions, scored with the RL reward (``training.evaluate``);
@@ -75,6 +76,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rl-n", type=int, default=8)
     p.add_argument("--eval-n", type=int, default=20)
     p.add_argument("--llm-teacher-n", type=int, default=4, help="SFT questions also run by the LLM teacher")
+    p.add_argument("--oracle-slips", type=float, default=0.5,
+                   help="share of SFT questions on which the oracle re-runs its first query once (not trained)")
     p.add_argument("--sft-epochs", type=float, default=2.0)
     p.add_argument("--sft-lr", type=float, default=2e-4)
     p.add_argument("--rl-steps", type=int, default=4)
@@ -178,7 +181,7 @@ class Experiment:
         from eventfold.llm.transformers_backend import HFChatModel
         from training.common.loading import load_tokenizer
         from training.sft.data import agent_run_fn, judge, write_dataset
-        from training.sft.teachers import OracleTeacher, mixed_trajectories, oracle_plans
+        from training.sft.teachers import OracleTeacher, mixed_trajectories, oracle_plans, slip_questions
 
         a = self.a
         out = a.out / "sft_data"
@@ -191,7 +194,7 @@ class Experiment:
 
             llm = make_chat_model(Settings(), cache=False)
         counter = HFChatModel(load_tokenizer(self.student_dir()))
-        oracle = OracleTeacher(counter, oracle_plans(self.sft_qs, self.ds))
+        oracle = OracleTeacher(counter, oracle_plans(self.sft_qs, self.ds), slip_questions(self.sft_qs, a.oracle_slips))
         started = time.perf_counter()
 
         def show(tr: Any) -> None:

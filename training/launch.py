@@ -64,7 +64,7 @@ def build_sft_data(cfg: SFTRunConfig) -> Any:
     from training.common.loading import load_tokenizer
     from training.corpus import corpus_settings, load_questions, open_backend
     from training.sft.data import agent_run_fn, write_dataset
-    from training.sft.teachers import OracleTeacher, mixed_trajectories, oracle_plans
+    from training.sft.teachers import OracleTeacher, mixed_trajectories, oracle_plans, slip_questions
     from training.sft.train import ensure_model
 
     if cfg.questions is None or cfg.corpus is None:
@@ -76,7 +76,7 @@ def build_sft_data(cfg: SFTRunConfig) -> Any:
     oracle = None
     if t.backend == "oracle" or t.oracle_fill != "none":
         counter = HFChatModel(load_tokenizer(ensure_model(cfg.model)))  # budget in student tokens
-        oracle = OracleTeacher(counter, oracle_plans(questions, dataset))
+        oracle = OracleTeacher(counter, oracle_plans(questions, dataset), slip_questions(questions, t.oracle_slips))
     with open_backend(cfg.corpus, dataset) as backend:
         trajs = mixed_trajectories(
             questions, agent_run_fn(backend, options), llm=llm, llm_n=t.llm_questions, oracle=oracle,

@@ -1,6 +1,7 @@
 """The status line's fold cue for a single question: past FOLD_CUE of the budget it asks the model to fold
 the steps it has not folded yet, once they hold a search; after the fold (a span of the fold call
-alone) it stops asking, and a ReAct run (no fold tool) never sees it."""
+alone) it stops asking; it is never shown at the last step (nothing would come after the fold), and a
+ReAct run (no fold tool) never sees it."""
 
 from __future__ import annotations
 
@@ -57,3 +58,14 @@ def test_no_cue_without_the_fold_tool(backend) -> None:
     statuses = _statuses(model)
     assert _tokens(statuses[2]) > FOLD_CUE * budget
     assert not any(FOLD_CALL in s or "fold" in s for s in statuses)
+
+
+def test_no_cue_at_the_last_step(backend) -> None:
+    budget = _budget_between_first_and_second_search(backend)
+    model = ScriptedChatModel([("search", {"query": "Marie Curie"}), ("search", {"query": "Warsaw"}),
+                               ("answer", {"answer": "Warsaw"})])  # fmt: skip
+    res = run_agent(Q, AgentDeps(model, backend), RunOptions(max_steps=3, context_budget=budget))
+    statuses = _statuses(model)
+    assert "step 3 of 3" in statuses[2] and _tokens(statuses[2]) > FOLD_CUE * budget  # past the share, yet:
+    assert not any(FOLD_CALL in s for s in statuses)
+    assert res.run.answer == "Warsaw"

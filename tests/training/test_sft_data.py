@@ -73,6 +73,13 @@ SCRIPTS = {
         ("answer", {"answer": "Mara Quill"}),
     ],
     "no_answer": [("search", {"query": "repairs"}), ("search", {"query": "closure"})],
+    "detour": [  # a failed read and a re-run query, then the right calls
+        ("search", {"query": "Riverside Road closed pumping station"}),
+        ("read", {"id": "no-such-chunk"}),
+        ("search", {"query": "riverside road  closed pumping station"}),
+        ("search", {"query": "repairs Riverside Road led"}),
+        ("answer", {"answer": "Mara Quill"}),
+    ],
 }
 
 
@@ -125,6 +132,17 @@ def test_bad_trajectories_are_rejected_with_a_reason(script, reason, counter, le
     traj = _run(script, counter, lexical_backend, max_steps=2 if script == "no_answer" else 6)
     v = judge(traj)
     assert not v.accepted and v.reason.startswith(reason), v.reason
+
+
+def test_failed_and_repeated_turns_stay_in_the_prompts_but_are_never_trained(counter, lexical_backend) -> None:
+    traj = _run("detour", counter, lexical_backend)
+    assert judge(traj, AcceptConfig(max_tool_errors=1)).accepted
+    rows = trajectory_rows(traj)
+    assert [r["id"] for r in rows] == ["detour/turn1", "detour/turn4", "detour/turn5"]
+    names = [r["completion"][0]["tool_calls"][0]["function"]["name"] for r in rows]
+    assert names == ["search", "search", "answer"]
+    later = json.dumps(rows[1]["prompt"])
+    assert "no-such-chunk" in later and later.count("pumping station") >= 2  # the detour is in the context
 
 
 def test_require_fold_and_guard_rules(counter, lexical_backend) -> None:

@@ -9,7 +9,8 @@
    failed fold/unfold, no tool error beyond the allowance, no safety-net fold by the budget guard
    (the teacher must fold by itself), no fold unfolded again at the very next step (thrashing),
    and, optionally, at least one fold. Every rejection carries its reason.
-3. ``trajectory_rows``: one prompt-completion row per agent turn: ``prompt`` = the messages the
+3. ``trajectory_rows``: one prompt-completion row per agent turn that neither failed nor re-ran an
+   earlier search (those stay in later rows' prompts, never as targets): ``prompt`` = the messages the
    teacher saw (rendered context: folded ranges as blocks, plus the status line), ``completion`` =
    the assistant turn with its tool calls as executed, ``tools`` = the JSON schemas (a JSON string,
    which TRL's SFTTrainer parses). Tool-call arguments are JSON strings so the Arrow schema stays
@@ -35,7 +36,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.memory.trajectory import Step
 from agent.state import RunState
+from agent.tools.search import normalize_query
 from eventfold.llm.transformers_backend import hf_message, hf_messages, hf_tools
 from eventfold.llm.types import ChatModel, Message
 from training.rl.rewards import correctness
@@ -122,11 +125,30 @@ def judge(traj: TeacherTrajectory, cfg: AcceptConfig | None = None) -> Verdict:
     return Verdict(accepted=True, em=em, f1=f1)
 
 
+def untrained_turn(step: Step, searched: set[str]) -> bool:
+    """A turn that is no training target: a call failed, or a search re-ran a query of an earlier step
+    (``searched``: the normalized queries before this step; this step's are added)."""
+    repeat = False
+    for call in step.assistant.tool_calls:
+        if call.name == "search":
+            key = normalize_query(str(call.arguments.get("query", "")))
+            repeat |= key in searched
+            searched.add(key)
+    return repeat or any(is_error_result(r) for r in step.results)
+
+
 def trajectory_rows(traj: TeacherTrajectory) -> list[dict[str, Any]]:
-    """One prompt-completion row per agent turn (prompt = what the teacher saw, completion = its call)."""
+    """One prompt-completion row per trained agent turn (prompt = what the teacher saw, completion = its
+    call); failed and repeated turns (``untrained_turn``) are left out."""
     turns = [s for s in traj.run.steps if s.kind in ("action", "invalid")]
     rows = []
+    searched: set[str] = set()
+    for step in traj.run.steps:  # the plan's seed search counts as searched before the first turn
+        if step.kind == "seed":
+            untrained_turn(step, searched)
     for i, (call, step) in enumerate(zip(traj.calls, turns, strict=True)):
+        if untrained_turn(step, searched):
+            continue
         rows.append(
             {
                 "prompt": hf_messages(call.messages, arguments_as_json=True),

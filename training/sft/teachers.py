@@ -3,10 +3,17 @@ mixed with a privileged oracle where the LLM yields too few kept trajectories.
 
 ``OracleTeacher`` is scripted with privileged information (the gold supporting titles and the gold
 answer): it searches each supporting title, folds all completed steps when the status line asks for a
-fold (past ``agent.status.FOLD_CUE`` of the budget: ``fold(target="all")``), then answers. Its trajectories still go through the real agent,
+fold (past ``agent.status.FOLD_CUE`` of the budget: ``fold(target="all")``), then answers (and at the
+last step answers whatever is left). Its trajectories still go through the real agent,
 tools and corpus (so the prompts, tool results, fold blocks and status lines are the real ones), and
 its token counts use the student's tokenizer so the budget is in student tokens. It teaches the
 format and *when* to fold, not how to research: that part comes from the LLM's kept trajectories.
+
+On the questions in ``slips`` it makes the student's commonest mistake once: at its second step it
+re-runs its first query (the agent allows one repeat and returns the same results). The slip turn is
+never a training row (``training.sft.data.trajectory_rows`` drops repeated and failed turns); it puts
+the states the student reaches after that mistake (one query searched, the fold cue on) into the data,
+with the right next call. Session 17's SFT student, never shown them, re-ran its query into refusals.
 
 ``mixed_trajectories`` runs the LLM teacher on the first questions and the oracle on every question
 the LLM did not produce a kept trajectory for (``fill="rejected"``) or on all (``fill="all"``).
@@ -14,7 +21,8 @@ the LLM did not produce a kept trajectory for (``fill="rejected"``) or on all (`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Literal
 
 from agent.status import FOLD_CALL
@@ -28,6 +36,8 @@ from training.sft.data import (
     judge,
 )
 
+_STEP = re.compile(r"\bstep (\d+) of (\d+)\b")  # the status line's head (agent.prompts.STATUS)
+
 
 def _key(text: str) -> str:
     return " ".join(text.split())
@@ -36,24 +46,32 @@ def _key(text: str) -> str:
 class OracleTeacher:
     """Scripted teacher with the gold titles and answer (see module docstring)."""
 
-    def __init__(self, counter: Any, plans: dict[str, tuple[list[str], str]]):
+    def __init__(self, counter: Any, plans: dict[str, tuple[list[str], str]], slips: Collection[str] = ()):
         self.name = "oracle-teacher"
         self.counter = counter
         self.plans = {_key(q): p for q, p in plans.items()}
+        self.slips = {_key(q) for q in slips}
         self._done: dict[str, list[str]] = {}
+        self._slipped: set[str] = set()
 
     def chat(self, messages: list[Message], *, tools: Any = None, **kw: Any) -> ChatResponse:
-        question = next(m.content for m in messages if m.role == "user")
-        titles, gold = self.plans[_key(question)]
+        key = self._question(messages)
+        titles, gold = self.plans[key]
         if not tools:
             return ChatResponse(message=Message(role="assistant", content=gold), model=self.name)
-        done = self._done.setdefault(_key(question), [])
+        done = self._done.setdefault(key, [])
         blocks = [m for m in messages if m.role == "user" and m.content.startswith("## [F")]
         steps = sum(1 for m in messages if m.role == "assistant") + len(blocks)
         status = messages[-1].content if messages[-1].role == "user" else ""
         todo = [t for t in titles if t not in done]
-        if FOLD_CALL in status:  # the status line asks for a fold: the decision the student must learn
+        last = (m := _STEP.search(status)) is not None and m.group(1) == m.group(2)
+        if last:  # the last step: answer with what is there (a fold or search would end without one)
+            call = ToolCall(id=f"o{steps}", name="answer", arguments={"answer": gold})
+        elif FOLD_CALL in status:  # the status line asks for a fold: the decision the student must learn
             call = ToolCall(id=f"o{steps}", name="fold", arguments={"target": "all"})
+        elif key in self.slips and key not in self._slipped and len(done) == 1:
+            self._slipped.add(key)
+            call = ToolCall(id=f"o{steps}", name="search", arguments={"query": done[0]})
         elif todo:
             done.append(todo[0])
             call = ToolCall(id=f"o{steps}", name="search", arguments={"query": todo[0]})
@@ -61,11 +79,28 @@ class OracleTeacher:
             call = ToolCall(id=f"o{steps}", name="answer", arguments={"answer": gold})
         return ChatResponse(message=Message(role="assistant", content="", tool_calls=[call]), model=self.name)
 
+    def _question(self, messages: list[Message]) -> str:
+        """The plan key of the question: the first user message, or (the framework's reader prompt when
+        a run ends without an answer) the planned question its text quotes."""
+        first = _key(next(m.content for m in messages if m.role == "user"))
+        if first in self.plans:
+            return first
+        text = _key(" ".join(m.content for m in messages if m.role == "user"))
+        return next(k for k in self.plans if k in text)
+
     def count_tokens(self, text: str) -> int:
         return int(self.counter.count_tokens(text))
 
     def count_message_tokens(self, messages: list[Message], tools: Any = None) -> int:
         return int(self.counter.count_message_tokens(messages, tools))
+
+
+def slip_questions(questions: Sequence[TrainingQuestion], share: float) -> list[str]:
+    """Every k-th question (k = round(1 / share)), starting with the second, for ``OracleTeacher.slips``."""
+    if share <= 0:
+        return []
+    k = max(1, round(1 / share))
+    return [q.question for i, q in enumerate(questions) if i % k == k - 1]
 
 
 def oracle_plans(questions: Sequence[TrainingQuestion], dataset: Any = None) -> dict[str, tuple[list[str], str]]:
