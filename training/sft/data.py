@@ -40,7 +40,7 @@ from agent.memory.trajectory import Step
 from agent.state import RunState
 from agent.tools.search import normalize_query
 from eventfold.llm.transformers_backend import hf_message, hf_messages, hf_tools
-from eventfold.llm.types import ChatModel, Message
+from eventfold.llm.types import ChatModel, Message, ToolCall
 from training.rl.rewards import correctness
 from training.sft.record import RecordingChatModel, TeacherCall
 
@@ -125,16 +125,20 @@ def judge(traj: TeacherTrajectory, cfg: AcceptConfig | None = None) -> Verdict:
     return Verdict(accepted=True, em=em, f1=f1)
 
 
-def untrained_turn(step: Step, searched: set[str]) -> bool:
-    """A turn that is no training target: a call failed, or a search re-ran a query of an earlier step
-    (``searched``: the normalized queries before this step; this step's are added)."""
-    repeat = False
-    for call in step.assistant.tool_calls:
-        if call.name == "search":
-            key = normalize_query(str(call.arguments.get("query", "")))
-            repeat |= key in searched
-            searched.add(key)
-    return repeat or any(is_error_result(r) for r in step.results)
+def untrained_turn(step: Step, run: RunState) -> bool:
+    """A turn that is no training target: a call failed, or a search re-ran a query that an earlier step
+    ran (the run's own record of its queries, ``RunState.queries``, the plan's seed search included)."""
+
+    def repeat(call: ToolCall) -> bool:
+        steps = run.queries.get(normalize_query(str(call.arguments.get("query", ""))), [step.n])
+        return call.name == "search" and steps[0] < step.n
+
+    return any(map(repeat, step.assistant.tool_calls)) or any(is_error_result(r) for r in step.results)
+
+
+def row_tools(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool specs a row was recorded with (stored as a JSON string or a list)."""
+    return json.loads(row["tools"]) if isinstance(row["tools"], str) else row["tools"]
 
 
 def trajectory_rows(traj: TeacherTrajectory) -> list[dict[str, Any]]:
@@ -142,12 +146,8 @@ def trajectory_rows(traj: TeacherTrajectory) -> list[dict[str, Any]]:
     call); failed and repeated turns (``untrained_turn``) are left out."""
     turns = [s for s in traj.run.steps if s.kind in ("action", "invalid")]
     rows = []
-    searched: set[str] = set()
-    for step in traj.run.steps:  # the plan's seed search counts as searched before the first turn
-        if step.kind == "seed":
-            untrained_turn(step, searched)
     for i, (call, step) in enumerate(zip(traj.calls, turns, strict=True)):
-        if untrained_turn(step, searched):
+        if untrained_turn(step, traj.run):
             continue
         rows.append(
             {
@@ -307,8 +307,7 @@ def assistant_mask_report(rows: Sequence[dict[str, Any]], tokenizer: Any, chat_t
     trained = total = 0
     leaks: list[str] = []
     for row in rows:
-        tools = json.loads(row["tools"]) if isinstance(row["tools"], str) else row["tools"]
-        kw = {"tools": tools, "chat_template": chat_template, "tokenize": True, "return_dict": True}
+        kw = {"tools": row_tools(row), "chat_template": chat_template, "tokenize": True, "return_dict": True}
         prompt_ids = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, **kw)["input_ids"]
         full = tokenizer.apply_chat_template(
             row["prompt"] + row["completion"], return_assistant_tokens_mask=True, **kw

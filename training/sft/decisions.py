@@ -22,7 +22,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from training.rl.opener import opener_text
-from training.sft.train import render_turn, row_tools
+from training.sft.data import row_tools
+from training.sft.train import render_turn
 
 
 class ToolDecision(BaseModel):

@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from training.common.loading import load_model_and_tokenizer, resolve_model_dir
 from training.common.time_budget import TimeBudget
 from training.config import LoraSection, ModelSection, SFTRunConfig
+from training.sft.data import row_tools
 
 log = logging.getLogger(__name__)
 
@@ -96,11 +97,6 @@ class TokenizedRows(BaseModel):
     dropped_too_long: int
     trained_tokens: int
     total_tokens: int
-
-
-def row_tools(row: dict[str, Any]) -> list[dict[str, Any]]:
-    """The tool specs a row was recorded with (stored as a JSON string or a list)."""
-    return json.loads(row["tools"]) if isinstance(row["tools"], str) else row["tools"]
 
 
 def render_turn(row: dict[str, Any], tokenizer: Any) -> tuple[str, str]:
