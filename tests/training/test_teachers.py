@@ -40,6 +40,8 @@ def test_the_oracle_slips_once_and_the_slip_is_not_trained(counter, lexical_back
     from types import SimpleNamespace
 
     assert slip_questions(Q, 0.5) == [Q[1].question] and slip_questions(Q, 0.0) == []
+    ten = [TrainingQuestion(id=str(i), question=f"q{i}", golds=["x"]) for i in range(10)]
+    assert slip_questions(ten, 0.3) == ["q3", "q6", "q9"] and len(slip_questions(ten, 0.7)) == 7
     ds = SimpleNamespace(examples=[SimpleNamespace(qid="q1", gold_titles=["Riverside Road closure", "repairs led"])])
     oracle = OracleTeacher(counter, oracle_plans(Q, ds), slip_questions(Q, 1.0))
     run_fn = agent_run_fn(lexical_backend, RunOptions(max_steps=6, context_budget=100_000, fold_summary="deterministic"))

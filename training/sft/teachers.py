@@ -21,6 +21,7 @@ the LLM did not produce a kept trajectory for (``fill="rejected"``) or on all (`
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, Literal
@@ -96,11 +97,9 @@ class OracleTeacher:
 
 
 def slip_questions(questions: Sequence[TrainingQuestion], share: float) -> list[str]:
-    """Every k-th question (k = round(1 / share)), starting with the second, for ``OracleTeacher.slips``."""
-    if share <= 0:
-        return []
-    k = max(1, round(1 / share))
-    return [q.question for i, q in enumerate(questions) if i % k == k - 1]
+    """``share`` of the questions, evenly spaced (question i when floor((i + 1) * share) steps up; at .5 every
+    2nd, starting with the second), for ``OracleTeacher.slips``."""
+    return [q.question for i, q in enumerate(questions) if math.floor((i + 1) * share) > math.floor(i * share)]
 
 
 def oracle_plans(questions: Sequence[TrainingQuestion], dataset: Any = None) -> dict[str, tuple[list[str], str]]:
