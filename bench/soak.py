@@ -1,4 +1,4 @@
-"""Soak test of indexing and retrieval (not a unit test; issue 17): nothing lost, nothing crashes.
+"""Soak test of indexing and retrieval (not a unit test): nothing lost, nothing crashes.
 
 On a generated corpus of `--docs` Markdown files (people, places, dated events, in sub-folders with
 repeated file names) it runs `--rounds` incremental re-indexes, each after random edits, deletions and

@@ -1,4 +1,4 @@
-"""Settings never leak a secret, never read a stray .env, and a broken file is a message (issue 17)."""
+"""Settings never leak a secret, never read a stray .env, and a broken file is a message."""
 
 from __future__ import annotations
 

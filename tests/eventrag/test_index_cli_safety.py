@@ -1,4 +1,4 @@
-"""`eventfold index` / `retrieve` / `ask` on hostile input (issue 17): console markup in documents and
+"""`eventfold index` / `retrieve` / `ask` on hostile input: console markup in documents and
 file names, a dead LLM in agentic retrieval, an index locked by another process. Real stores."""
 
 from __future__ import annotations
