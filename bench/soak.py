@@ -1,4 +1,4 @@
-"""Soak test of indexing and retrieval (not a unit test; issue 17): nothing lost, nothing crashes.
+"""Soak test of indexing and retrieval (not a unit test): nothing lost, nothing crashes.
 
 On a generated corpus of `--docs` Markdown files (people, places, dated events, in sub-folders with
 repeated file names) it runs `--rounds` incremental re-indexes, each after random edits, deletions and
@@ -13,7 +13,7 @@ that passes it and reports the rounds done (a scaled-down run says so in its fir
     flock /tmp/eventfold-bench.lock timeout 3000 python bench/soak.py --docs 300 --rounds 50 --calls 1000
 
 Indexing uses the rule extractor (no LLM), the embedded SQLite graph and Milvus Lite under
-`--home` (default /tmp/i17-soak). The clean index re-uses embeddings of unchanged texts from a cache
+`--home` (default /tmp/eventfold-soak). The clean index re-uses embeddings of unchanged texts from a cache
 (the embedder is deterministic), so it is rebuilt from scratch in the graph and vector stores without
 paying for the model again. Exit status 1 when any error or mismatch was seen.
 """
@@ -253,7 +253,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=50)
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=17)
-    ap.add_argument("--home", type=Path, default=Path("/tmp/i17-soak"))
+    ap.add_argument("--home", type=Path, default=Path("/tmp/eventfold-soak"))
     ap.add_argument("--out", type=Path, default=None, help="write the result JSON here")
     ap.add_argument(
         "--deadline-s", type=float, default=float("inf"), help="stop after the round passing this"
@@ -273,7 +273,7 @@ def main() -> int:
     index_s: list[float] = []
     counter = [args.docs]
     t_start = time.perf_counter()
-    inc = open_index(args.home, "i17-soak-inc", embedder)
+    inc = open_index(args.home, "soak-incremental", embedder)
     first = inc.indexer.index_paths([corpus])
     print(f"initial index: {first.brief()}", flush=True)
     for q in QUERIES:  # warm-up before the first memory reading
@@ -311,11 +311,11 @@ def main() -> int:
                 errors.append(f"round {r} retrieve {mode} {q!r}: {type(exc).__name__}: {exc}")
             latency[mode].append(time.perf_counter() - t1)
         calls += per_round[r] + len(QUERIES) * len(MODES)
-        clean_dir = args.home / "indexes" / "i17-soak-clean"
+        clean_dir = args.home / "indexes" / "soak-clean"
         if clean_dir.exists():
             shutil.rmtree(clean_dir)
         try:
-            clean = open_index(args.home, "i17-soak-clean", embedder)
+            clean = open_index(args.home, "soak-clean", embedder)
             try:
                 clean.indexer.index_paths([corpus])
                 found = diff(snapshot(inc, latency), snapshot(clean))

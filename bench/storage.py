@@ -5,7 +5,7 @@ side; top-10 vector search on Milvus Lite vs exact numpy search, with recall@10.
     python bench/storage.py --neo4j-uri bolt://127.0.0.1:7687   # default: $EVENTFOLD_TEST_NEO4J_URI
     python bench/storage.py --nodes 20000 --edges 200000 --vectors 20000 --skip-neo4j   # quick look
 
-Targets (issue 3): 2-hop expansion p50 <= 20 ms on either graph store; vector search p50 <= 10 ms at
+Targets: 2-hop expansion p50 <= 20 ms on either graph store; vector search p50 <= 10 ms at
 recall@10 >= 0.95. Vectors are clustered (2,000 centres + noise), closer to sentence embeddings than
 uniform noise; ``--uniform`` gives the worst case. Timings on a shared machine are noisy.
 """

@@ -1,4 +1,4 @@
-"""Settings never leak a secret, never read a stray .env, and a broken file is a message (issue 17)."""
+"""Settings never leak a secret, never read a stray .env, and a broken file is a message."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_cli_reports_bad_settings_without_secret_or_traceback(tmp_path: Path, mo
 
     monkeypatch.setenv("EVENTFOLD_LLM__API_KEY", KEY)
     monkeypatch.setenv("EVENTFOLD_LLM__BACKEND", "openai")
-    out = CliRunner().invoke(app, ["retrieve", "q", "--index", "i17-none"])
+    out = CliRunner().invoke(app, ["retrieve", "q", "--index", "no-such-index"])
     assert out.exit_code == 2 and "invalid settings" in out.output and KEY not in out.output
     assert "Traceback" not in out.output
 

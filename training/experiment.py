@@ -107,8 +107,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 # LoRA of the real student: attention and the output head. The head matters: the packaged 0.5B's rows
 # for <tool_call> / </tool_call> are nearly collinear with <|im_start|>'s (cosine .93: special tokens the
 # coder model barely used), so adapters on attention alone taught the student "a special token here"
-# and it wrote <|im_start|> where the template has <tool_call> and never stopped after its call
-# (session 10, docs/notes/2026-12-02/session10.md). SFT trains lm_head in full beside the adapters
+# and it wrote <|im_start|> where the template has <tool_call> and never stopped after its call.
+# SFT trains lm_head in full beside the adapters
 # (TRL's own recipe for new tokens; TRL refuses a LoRA adapter on lm_head); RL keeps adapters only
 # (GRPO reads lm_head.weight directly).
 STUDENT_LORA: dict[str, Any] = {"enabled": True, "r": 16, "alpha": 32}

@@ -1,4 +1,4 @@
-"""Nothing lost, nothing crashes (issue 17): document identity across folders, prune, failed extraction
+"""Nothing lost, nothing crashes: document identity across folders, prune, failed extraction
 retried, unreadable / over-long / NUL / linked-out files, half-written documents never retrieved, and
 index names that must not share a Neo4j namespace. Real stores (SQLite or Neo4j graph, Milvus Lite)."""
 

@@ -1,7 +1,7 @@
 """Inferred edges are a function of the indexed documents, not of the order they came in: indexing in
 one batch or one document at a time, and an incremental re-index after edits and deletions, give the
-same inferred edges as a clean index of the same folder (the soak found the incremental index short of
-BEFORE edges every round before this)."""
+same inferred edges as a clean index of the same folder (an event's links depend on every event of
+its participants, so a change must re-pick the links of the events it touches, old ones included)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """.pdf support comes with the `pdf` extra (pypdf, also in `dev`); without it a PDF is skipped with the
-install command as the reason (issue 17: pdf was listed but nothing installed it)."""
+install command as the reason."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Text from documents never becomes a chat control token, and credentials never reach a log line or
-an error (issue 17): the real Qwen2.5 GGUF tokenizer, a real HTTP server, a dead port."""
+an error: the real Qwen2.5 GGUF tokenizer, a real HTTP server, a dead port."""
 
 from __future__ import annotations
 

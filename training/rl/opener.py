@@ -5,7 +5,7 @@ decoding and the transformers backend (``call_opener_ids``) all start the reply 
 template's own tool-call opener (Qwen2.5: ``<tool_call>``, ``\\n``, ``{"name": "``) and the model
 writes the rest. TRL's multi-turn loop let the policy write anything instead, so RL sampled (and
 scored, and trained) turns the served agent never produces: the SFT student ended its turn at once or
-wrote a bare JSON object (session 11's probe).
+wrote a bare JSON object.
 
 :func:`opener_template` gives the generation prompt that opener, so that TRL's prompts (the first
 turn) and tool suffixes (every later turn) end with it: the policy samples the tool's name onward, the

@@ -2,11 +2,10 @@
 template's tool-call opener, on SFT rows (the prompt as the template renders it).
 
 The served agent starts every action turn from the opener (``<tool_call>``, ``\\n``, ``{"name": "`` for
-Qwen2.5), so the first token of the tool's name is the turn's decision. Session 16 found the SFT student
-calling ``search`` on every one of 100 held-out turns — ``search`` with the query ``all``, fold's only
-argument, at the turn where its data folds: on its own training rows it gave ``fold`` .22 and ``search``
-.66 there (``answer`` turns were learned: .66, argmax right 16 of 16). This report shows that per target
-tool, for any checkpoint, in a minute on a CPU:
+Qwen2.5), so the first token of the tool's name is the turn's decision. A student can learn a tool's
+arguments and not when to call it (``search`` with the query ``all``, fold's only argument, where its
+data folds: ``fold`` well below ``search`` on its own training rows); the loss does not show that, these
+probabilities do. This report gives them per target tool, for any checkpoint, in a minute on a CPU:
 
     python -m training.sft.decisions MODEL_DIR SFT_DATA/train.jsonl
 """

@@ -13,7 +13,7 @@ On the questions in ``slips`` it makes the student's commonest mistake once: at 
 re-runs its first query (the agent allows one repeat and returns the same results). The slip turn is
 never a training row (``training.sft.data.trajectory_rows`` drops repeated and failed turns); it puts
 the states the student reaches after that mistake (one query searched, the fold cue on) into the data,
-with the right next call. Session 17's SFT student, never shown them, re-ran its query into refusals.
+with the right next call. A student never shown those states re-runs its query into refusals.
 
 ``mixed_trajectories`` runs the LLM teacher on the first questions and the oracle on every question
 the LLM did not produce a kept trajectory for (``fill="rejected"``) or on all (``fill="all"``).
