@@ -8,7 +8,7 @@ starts, so a run cut short still compares all systems on the same questions.
 
 Sets: `sample` (examples/questions.jsonl over examples/corpus), `origin` (bench/data/origin_questions.jsonl:
 "what event led to X" over the same corpus, the README's demo question first), `hotpotqa`, `musique` (the first
-`--limit` questions of ../shared/data/multihop/*_train100 over the set's whole corpus). Per set, the
+`--limit` questions of data/multihop/*_train100 over the set's whole corpus). Per set, the
 eval harness writes results.jsonl / summary.json / table.md under `<out>/<set>/` (a rerun skips the
 questions already answered); `<out>/agent.md` collects the tables with the load average.
 """
@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from eval.agent_call import AgentCaller, run_eventfold_agent  # noqa: E402
+from eval.bundled_data import DATA_DIR  # noqa: E402
 from eval.multihop.corpus_index import open_indexed_stack  # noqa: E402
 from eval.multihop.loaders import resolve_dataset  # noqa: E402
 from eval.multihop.runner import run_multihop, summarize  # noqa: E402
@@ -111,7 +112,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=20)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--systems", default=",".join(SYSTEMS))
-    ap.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--data-dir", type=Path, default=DATA_DIR)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "agent")
     ap.add_argument("--minutes", type=float, default=0.0, help="stop starting new batches after this long")
     ap.add_argument("--home", type=Path, default=None, help="EVENTFOLD_HOME for the indexes (default: settings)")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -30,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from agent.graph import AgentDeps  # noqa: E402
 from agent.runner import run_agent  # noqa: E402
 from agent.search_backend import ModeBackend  # noqa: E402
+from eval.bundled_data import DATA_DIR  # noqa: E402
 from eval.multihop.corpus_index import open_indexed_stack, select_passages  # noqa: E402
 from eval.multihop.loaders import resolve_dataset  # noqa: E402
 from eval.multihop.metrics import exact_match, f1_score  # noqa: E402
@@ -97,12 +97,7 @@ def table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="hotpotqa")
-    ap.add_argument(
-        "--data-dir",
-        default=os.environ.get(
-            "EVENTFOLD_SHARED_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")
-        ),
-    )
+    ap.add_argument("--data-dir", default=str(DATA_DIR))
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--max-steps", type=int, default=4)
     ap.add_argument("--budget", type=int, default=1500, help="context budget (tokens) of the fold agent")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import sys
 import tempfile
@@ -32,16 +31,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console  # noqa: E402
 
 from cli.index_progress import index_progress_bar  # noqa: E402
+from eval.bundled_data import MULTIHOP_DIR  # noqa: E402
 from eventfold.settings import Settings  # noqa: E402
 from eventrag.query.lexical import LexicalIndex  # noqa: E402
 from eventrag.query.ranking import RetrievalConfig  # noqa: E402
 from eventrag.schema import Document  # noqa: E402
 
-# The shared benchmark data lives beside the clone (never in it); EVENTFOLD_SHARED_DATA overrides.
-DATA = (
-    Path(os.environ.get("EVENTFOLD_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
-    / "multihop"
-)
+DATA = MULTIHOP_DIR  # the repository's data/multihop; --data-dir points elsewhere
 KS = (2, 5, 10)
 MODES = ("naive", "graph", "event", "agentic")
 

@@ -40,6 +40,7 @@ from rich.progress import (  # noqa: E402
 from agent.graph import AgentDeps  # noqa: E402
 from agent.runner import run_agent, save_run  # noqa: E402
 from agent.search_backend import ModeBackend  # noqa: E402
+from eval.bundled_data import DATA_DIR  # noqa: E402
 from eval.longhorizon.runs import run_row  # noqa: E402
 from eval.longhorizon.table import SYSTEMS, render_table  # noqa: E402
 from eval.longhorizon.tasks import CompositeTask, build_tasks, save_tasks  # noqa: E402
@@ -54,10 +55,9 @@ console = Console(stderr=True)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    shared = os.environ.get("EVENTFOLD_SHARED_DATA", str(ROOT.parent / "shared" / "data"))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="musique", help="hotpotqa, musique, or a set's folder")
-    ap.add_argument("--data-dir", default=shared)
+    ap.add_argument("--data-dir", default=str(DATA_DIR))
     ap.add_argument("--k", type=int, nargs="+", default=[4, 8], help="questions per task")
     ap.add_argument("--tasks-per-k", type=int, default=10, help="tasks built per k")
     ap.add_argument("--first", type=int, default=None, help="run only the first N tasks of each k")

@@ -96,8 +96,9 @@ class OptimSection(_Strict):
 
 
 class QuestionsSection(_Strict):
-    """Training questions: a JSONL of {id?, question, answer | answers, answer_aliases?} or a
-    HotpotQA/MuSiQue-style JSON list (as in ../shared/data/multihop)."""
+    """Training questions: a JSONL of {id?, question, answer | answers, answer_aliases?}, or a dataset
+    folder or official question file of HotpotQA / MuSiQue / 2Wiki / MultiHopRAG (as in data/multihop);
+    ``offset`` and ``limit`` pick them in file order."""
 
     path: Path
     limit: int | None = Field(None, ge=1)

@@ -1,8 +1,9 @@
 """Training questions and the indexed corpus the agent searches during training.
 
 Questions come from either
-- a dataset folder the evaluation loaders know (HotpotQA / MuSiQue / 2Wiki / MultiHopRAG, e.g.
-  ``../shared/data/multihop/hotpotqa_train100``): the corpus is the questions' own passages, indexed
+- a dataset folder or official question file the evaluation loaders know (HotpotQA / MuSiQue /
+  2Wiki / MultiHopRAG, e.g. the repository's ``data/multihop/hotpotqa_train100`` or
+  ``hotpot_train_v1.1.json``): the corpus is the questions' own passages, indexed
   into an EventRAG index of their own (``eval.multihop.corpus_index``, rule extraction: no LLM); or
 - a JSONL file of ``{id?, question, answer | answers, answer_aliases?}`` with ``corpus.documents``
   naming the documents to index (a folder or file of .md/.txt).
@@ -47,13 +48,13 @@ def _jsonl_questions(path: Path) -> list[TrainingQuestion]:
 
 
 def load_questions(section: QuestionsSection) -> tuple[list[TrainingQuestion], Any]:
-    """The selected questions, and the eval `QADataset` when they came from a dataset folder."""
+    """The selected questions, and the eval `QADataset` when they came from a dataset folder or file."""
+    from eval.multihop.loaders import is_dataset_file, load_path
+
     path = section.path
     dataset = None
-    if path.is_dir():
-        from eval.multihop.loaders import load_folder
-
-        dataset = load_folder(path)
+    if path.is_dir() or is_dataset_file(path):
+        dataset = load_path(path)
         qs = [TrainingQuestion(id=e.qid, question=e.question, golds=e.answers) for e in dataset.examples if e.answers]
     elif path.is_file():
         qs = _jsonl_questions(path)

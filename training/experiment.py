@@ -1,6 +1,6 @@
 """The CPU experiment (not a test): SFT then SIRAS-GRPO on the real student, measured before and after.
 
-    python -m training.experiment --out DIR --questions ../shared/data/multihop/hotpotqa_train100 \
+    python -m training.experiment --out DIR --questions data/multihop/hotpotqa_train100 \
         --student qwen2.5-coder-0.5b --sft-n 24 --rl-n 8 --eval-n 20 --llm-teacher-n 4 \
         --stages data,base,sft,eval-sft,rl,eval-rl,report [--deadline-min 40]
 

@@ -9,7 +9,8 @@
 #
 # Needs there: a Python with eventfold's train + gpu extras (torch with CUDA, trl, peft, vllm, gguf),
 # the student (EVENTFOLD_STUDENT: a packaged model name pulled into $EVENTFOLD_HOME/models, a .gguf
-# file, or a saved HF directory) and the questions (EVENTFOLD_GPU_QUESTIONS, a HotpotQA-style folder).
+# file, or a saved HF directory) and the questions (EVENTFOLD_GPU_QUESTIONS, a HotpotQA-style folder;
+# default: the repository's data/multihop/hotpotqa_train100).
 # Each stage has its own time limit, so the whole script ends within 10 minutes even when a stage
 # hangs; what finished is kept in $OUT (results.json, rl/log.jsonl).
 set -euo pipefail
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/.."
 PY="${EVENTFOLD_PYTHON:-python}"
 OUT="${EVENTFOLD_GPU_OUT:-${OUT:-/tmp/eventfold-gpu-check}}"
 STUDENT="${EVENTFOLD_STUDENT:-qwen2.5-coder-0.5b}"
-QUESTIONS="${EVENTFOLD_GPU_QUESTIONS:-../shared/data/multihop/hotpotqa_train100}"
+QUESTIONS="${EVENTFOLD_GPU_QUESTIONS:-data/multihop/hotpotqa_train100}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 ARGS=(--out "$OUT" --questions "$QUESTIONS" --student "$STUDENT" --profile h200 --seed 0)
 

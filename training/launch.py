@@ -104,13 +104,31 @@ def train_sft(cfg: SFTRunConfig) -> Any:
     return run_sft(cfg)
 
 
+def _check_questions(section: Any, problems: list[str], notes: list[str]) -> None:
+    from training.corpus import load_questions
+
+    try:
+        qs, _ = load_questions(section)
+        notes.append(f"{len(qs)} training questions")
+    except (ValueError, OSError) as exc:
+        problems.append(f"questions: {exc}")
+
+
 def check_sft(cfg: SFTRunConfig) -> LaunchCheck:
-    problems, notes = [], []
+    problems: list[str] = []
+    notes: list[str] = []
+    elsewhere = cfg.optim.bf16 and not torch.cuda.is_available()  # a GPU run, validated off its machine
     if not cfg.model.is_available() and not cfg.model.build_tiny:
-        problems.append(f"model {cfg.model.label} holds no model (no config.json, .gguf file or pulled packaged model) and build_tiny is off")
+        message = f"model {cfg.model.label} holds no model (no config.json, .gguf file or pulled packaged model)"
+        if elsewhere:  # the weights live on the GPU machine
+            notes.append(message + " here: it must exist on the GPU machine")
+        else:
+            problems.append(message + " and build_tiny is off")
+    if cfg.questions is not None:
+        _check_questions(cfg.questions, problems, notes)
     if not (cfg.data_dir / "train.jsonl").is_file():
         notes.append(f"{cfg.data_dir}/train.jsonl does not exist yet: run `eventfold train sft-data` first")
-    if cfg.optim.bf16 and not torch.cuda.is_available():
+    if elsewhere:
         notes.append("bf16 requested but no CUDA device here (fine for a GPU launch)")
     cmd = [sys.executable, "-m", "training.launch", "sft", "--config", "<config>"]
     return LaunchCheck(ok=not problems, problems=problems, notes=notes, command=cmd)
@@ -176,13 +194,7 @@ def check_rl_launch(cfg: RLRunConfig, config_path: Path | None = None) -> Launch
             notes.append(message + " here: it must exist on the launch machines")
         else:
             problems.append(message + " and build_tiny is off")
-    try:
-        from training.corpus import load_questions
-
-        qs, _ = load_questions(cfg.questions)
-        notes.append(f"{len(qs)} training questions")
-    except (ValueError, OSError) as exc:
-        problems.append(f"questions: {exc}")
+    _check_questions(cfg.questions, problems, notes)
     world = cfg.launch.num_processes
     if cfg.launch.accelerate_config is not None:
         world = _accelerate_checks(cfg.launch.accelerate_config, cfg, problems, notes)

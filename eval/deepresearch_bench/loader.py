@@ -3,7 +3,12 @@
 Each line: {id, idx, language (zh|en), theme, description, prompt, content: {task, rubric:
 {info_recall: [str], analysis: [str], presentation: [str]}, blocked?: {title, authors, urls}}}.
 `prompt` is what the writer receives (the task plus a notice not to use the blocked source);
-`content.task` is what the judge sees. One task has no blocked source.
+`content.task` is what the judge sees. One task has no blocked source. Newer releases add a
+per-task `license` (the licence of the task's source article: CC BY 4.0 for most, CC BY-NC 4.0 for
+idx 26 and 110, CC0 for idx 119); it is kept when present.
+
+The repository ships the tasks in data/drb2/ (`eval.bundled_data`): the CC BY-NC ones in a file of
+their own; the official file from the upstream repository loads the same way.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ class DRBTask(BaseModel):
     task: str
     rubric: Rubric
     blocked: BlockedSource | None = None
+    license: str = ""
 
     @property
     def n_items(self) -> int:
@@ -68,6 +74,7 @@ def _parse(row: dict, where: str) -> DRBTask:
             task=content["task"],
             rubric=Rubric(**content["rubric"]),
             blocked=BlockedSource(**content["blocked"]) if content.get("blocked") else None,
+            license=row.get("license") or "",
         )
     except (KeyError, TypeError, ValueError, ValidationError) as exc:
         raise TaskFormatError(f"{where}: not a DeepResearch Bench II task ({exc})") from exc

@@ -1,8 +1,7 @@
-"""Paths for the evaluation tests: small fixtures in the official formats, and the shared real data."""
+"""Paths for the evaluation tests: small fixtures in the official formats, and the real sets shipped in data/."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -16,14 +15,11 @@ def fixtures_dir() -> Path:
 
 
 @pytest.fixture
-def shared_data() -> Path:
-    """The team's read-only benchmark data (EVENTFOLD_SHARED_DATA, default ../shared/data beside the clone).
+def bundled_data() -> Path:
+    """The repository's data folder (HotpotQA-100, MuSiQue-100, 2Wiki, DeepResearch Bench II tasks)."""
+    from eval.bundled_data import DATA_DIR
 
-    Skipped where the folder is absent (it is never copied into the repository)."""
-    root = Path(os.environ.get("EVENTFOLD_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
-    if not root.is_dir():
-        pytest.skip(f"shared data folder {root} is not on this machine")
-    return root
+    return DATA_DIR
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,7 @@ def test_fixture_tasks_and_filters(fixtures_dir):
     assert "blocked" in a.prompt and "blocked" not in a.task  # writer gets the notice, judge the task
     assert a.rubric.items()[0] == ("info_recall", "States that the council approved the line 7 to 2.")
     assert a.n_items == 4 and tasks[1].blocked is None
+    assert a.license == "CC BY 4.0" and tasks[1].license == ""  # the per-task field of newer releases
     assert [t.idx for t in load_tasks(path, language="zh")] == [2]
     assert [t.idx for t in load_tasks(path, themes=["transportation"])] == [1]
     assert [t.idx for t in load_tasks(path, idx=[2])] == [2]
@@ -35,13 +36,18 @@ def test_bad_task_file(tmp_path):
         load_tasks(bad)
 
 
-def test_real_drb2_file(shared_data):
-    tasks = load_tasks(shared_data / "drb2" / "tasks_and_rubrics.jsonl")
-    assert len(tasks) == 132
-    assert sum(t.language == "en" for t in tasks) == 66
-    assert sum(t.blocked is None for t in tasks) == 1
-    assert sum(t.n_items for t in tasks) == 9415
-    en = load_tasks(shared_data / "drb2" / "tasks_and_rubrics.jsonl", language="en", limit=3)
+def test_bundled_tasks_are_the_official_set_split_by_licence():
+    from eval.bundled_data import DRB2_TASKS, DRB2_TASKS_NONCOMMERCIAL
+
+    shipped = load_tasks(DRB2_TASKS)
+    noncommercial = load_tasks(DRB2_TASKS_NONCOMMERCIAL)
+    assert len(shipped) == 130 and [t.idx for t in noncommercial] == [26, 110]
+    every = shipped + noncommercial
+    assert sorted(t.idx for t in every) == list(range(1, 133))
+    assert sum(t.language == "en" for t in every) == 66
+    assert sum(t.blocked is None for t in every) == 1
+    assert sum(t.n_items for t in every) == 9415
+    en = load_tasks(DRB2_TASKS, language="en", limit=3)
     assert [t.idx for t in en] == [2, 4, 6]
 
 

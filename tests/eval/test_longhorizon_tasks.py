@@ -104,9 +104,9 @@ def test_save_load_round_trip(tmp_path):
         load_tasks(path)
 
 
-def test_real_shared_sets_give_ten_tasks_per_k(shared_data):
+def test_bundled_sets_give_ten_tasks_per_k(bundled_data):
     for name in ("hotpotqa", "musique"):
-        ds = resolve_dataset(name, shared_data)
+        ds = resolve_dataset(name, bundled_data)
         corpus_ids = {p.passage_id for p in ds.passages}
         tasks = build_tasks(ds, range(4, 9), 10, seed=0)
         assert len(tasks) == 50

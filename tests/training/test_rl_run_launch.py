@@ -1,4 +1,4 @@
-"""Dry-run validation of RL launches: the shipped multi-GPU configs pass, broken ones are caught."""
+"""Dry-run validation of RL launches: broken configs are caught (the shipped ones: test_shipped_configs)."""
 
 from __future__ import annotations
 
@@ -8,28 +8,6 @@ import pytest
 
 from training.config import ConfigError, RLRunConfig, load_config
 from training.launch import check_rl_launch
-
-CONFIGS = Path(__file__).resolve().parents[2] / "training" / "configs"
-SHIPPED = sorted(p.name for p in CONFIGS.glob("rl_*.toml"))
-
-
-def test_shipped_rl_configs_exist() -> None:
-    assert {"rl_tiny.toml", "rl_8gpu_zero3_vllm.toml", "rl_4gpu_fsdp_lora.toml"} <= set(SHIPPED)
-
-
-@pytest.mark.parametrize("name", SHIPPED)
-def test_shipped_rl_configs_pass_the_dry_run(name: str) -> None:
-    cfg = load_config(CONFIGS / name, RLRunConfig)
-    check = check_rl_launch(cfg, CONFIGS / name)
-    if check.problems and cfg.model.path is not None and cfg.model.path.name == "final":
-        # starts from an SFT run's output that this machine has not made: that is the only problem allowed
-        assert len(check.problems) == 1 and "holds no model" in check.problems[0], check.problems
-        return
-    assert check.ok, check.problems
-    if cfg.launch.accelerate_config:
-        assert check.command[:2] == ["accelerate", "launch"] and check.world_size > 1
-        assert check.command[check.command.index("--num_processes") + 1] == str(check.world_size)
-        assert check.command[-4:] == ["training.launch", "rl", "--config", str(CONFIGS / name)]
 
 
 def _cfg(tmp_path: Path, **over) -> RLRunConfig:
