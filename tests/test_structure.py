@@ -1,6 +1,6 @@
-"""Functions stay short: no function or method of the project (product, bench/, tests/) runs over
+"""Code stays in small pieces: no function or method of the project (product, bench/, tests/) runs over
 ``MAX_FUNCTION_LINES`` lines, counted from its ``def`` line to its last line (decorators aside; a nested
-function counts inside its parent and on its own).
+function counts inside its parent and on its own), and no file reaches ``MAX_FILE_LINES`` lines.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_FUNCTION_LINES = 60
+MAX_FILE_LINES = 400
 # folders that hold no project code: tool caches, virtual environments, build output
 SKIP_DIRS = {"__pycache__", "venv", "build", "dist", "node_modules"}
 
@@ -58,6 +59,15 @@ def test_the_walk_covers_the_project():
 def test_no_function_is_too_long():
     too_long = [f for path in project_files() for f in long_functions(path)]
     assert not too_long, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(too_long)
+
+
+def test_no_file_is_too_long():
+    too_long = [
+        f"{path.relative_to(ROOT)} ({n} lines)"
+        for path in project_files()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) >= MAX_FILE_LINES
+    ]
+    assert not too_long, f"files of {MAX_FILE_LINES} lines or more:\n" + "\n".join(too_long)
 
 
 def _body(lines: int, indent: int = 4) -> str:
