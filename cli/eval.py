@@ -215,8 +215,8 @@ def _open_eval_index(settings: Any, ds: Any, passages: Any, extract: str, chat_m
     console.print(f"indexing {len(passages)} passages of {safe(ds.name)} (extract={extract}) …")
     with index_progress_bar(console) as progress:
         stack, summary = open_indexed_stack(
-            settings, ds, passages, extract=extract, chat_model=chat_model, progress=progress
-        )  # type: ignore[arg-type]
+            settings, ds, passages, extract=extract, chat_model=chat_model, progress=progress  # type: ignore[arg-type]
+        )
     rate = f", {summary.chunks / summary.elapsed_s * 60:,.0f} chunks/min" if summary.chunks and summary.elapsed_s else ""
     console.print(safe(f"index: {summary.brief()}"[:400] + rate))
     return stack
