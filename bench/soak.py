@@ -1,4 +1,4 @@
-"""Soak test of indexing and retrieval (not a unit test; issue 17): nothing lost, nothing crashes.
+"""Soak test of indexing and retrieval (not a unit test): nothing lost, nothing crashes.
 
 On a generated corpus of `--docs` Markdown files (people, places, dated events, in sub-folders with
 repeated file names) it runs `--rounds` incremental re-indexes, each after random edits, deletions and
@@ -13,7 +13,7 @@ that passes it and reports the rounds done (a scaled-down run says so in its fir
     flock /tmp/eventfold-bench.lock timeout 3000 python bench/soak.py --docs 300 --rounds 50 --calls 1000
 
 Indexing uses the rule extractor (no LLM), the embedded SQLite graph and Milvus Lite under
-`--home` (default /tmp/i17-soak). The clean index re-uses embeddings of unchanged texts from a cache
+`--home` (default <temp dir>/eventfold-soak). The clean index re-uses embeddings of unchanged texts from a cache
 (the embedder is deterministic), so it is rebuilt from scratch in the graph and vector stores without
 paying for the model again. Exit status 1 when any error or mismatch was seen.
 """
@@ -28,6 +28,7 @@ import random
 import shutil
 import statistics
 import sys
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass
@@ -214,7 +215,7 @@ def parse_args(argv: list[str] | None = None) -> SoakArgs:
     ap.add_argument("--rounds", type=int, default=50)
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=17)
-    ap.add_argument("--home", type=Path, default=Path("/tmp/i17-soak"))
+    ap.add_argument("--home", type=Path, default=Path(tempfile.gettempdir()) / "eventfold-soak")
     ap.add_argument("--out", type=Path, default=None, help="write the result JSON here")
     ap.add_argument(
         "--deadline-s", type=float, default=float("inf"), help="stop after the round passing this"
@@ -239,7 +240,7 @@ class Soak:
 
     def start(self) -> None:
         """Index the corpus once and warm every mode up (before the first memory reading)."""
-        self.inc = open_index(self.args.home, "i17-soak-inc", self.embedder)
+        self.inc = open_index(self.args.home, "soak-incremental", self.embedder)
         first = self.inc.indexer.index_paths([self.corpus])
         print(f"initial index: {first.brief()}", flush=True)
         for q in QUERIES:
@@ -286,11 +287,11 @@ class Soak:
 
     def compare(self, r: int) -> list[str] | None:
         """Mismatches between the incremental index and a clean one of the same folder (None: failed)."""
-        clean_dir = self.args.home / "indexes" / "i17-soak-clean"
+        clean_dir = self.args.home / "indexes" / "soak-clean"
         if clean_dir.exists():
             shutil.rmtree(clean_dir)
         try:
-            clean = open_index(self.args.home, "i17-soak-clean", self.embedder)
+            clean = open_index(self.args.home, "soak-clean", self.embedder)
             try:
                 clean.indexer.index_paths([self.corpus])
                 return diff(snapshot(self.inc, self.latency), snapshot(clean))

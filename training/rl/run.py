@@ -173,8 +173,8 @@ def grpo_args(cfg: RLRunConfig, world_size: int | None = None) -> Any:
         extra["gradient_checkpointing"] = True
     # a rollout's turn is capped as the agent caps a served turn (one generate call per turn: HF's
     # max_new_tokens, vLLM's max_tokens); uncapped, a sampled turn that runs on after its call spent the
-    # whole completion budget, which the tool results share (session 15: every rollout clipped at 640
-    # tokens after 1.25 calls, none reached `answer`, every group degenerate)
+    # whole completion budget, which the tool results share: rollouts end clipped after a call or two,
+    # none reaches `answer`, and every group's rewards are equal (no advantage to learn from)
     cap = "max_tokens" if extra.get("use_vllm") else "max_new_tokens"
     extra["generation_kwargs"] = {**extra.get("generation_kwargs", {}), cap: cfg.env.run.step_max_tokens}
     if world_size is not None:
