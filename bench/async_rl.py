@@ -17,6 +17,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -47,7 +48,24 @@ def plot(results: dict, out: Path) -> None:
     fig.savefig(out, dpi=120)
 
 
-def main() -> None:
+@dataclass
+class AsyncBench:
+    """The benchmark's options (see ``parse_args``); ``steps`` is cut to fit a deadline."""
+
+    steps: int
+    advantage: str
+    max_lag: int
+    rollout_workers: int
+    verify_workers: int
+    groups_per_step: int
+    seed: int
+    deadline: str | None
+    est_step_s: float
+    out: Path
+    results: Path
+
+
+def parse_args(argv: list[str] | None = None) -> AsyncBench:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=15)
     ap.add_argument("--advantage", default="siras")
@@ -62,7 +80,11 @@ def main() -> None:
     )
     ap.add_argument("--out", type=Path, default=Path("runs/siras_toy"))
     ap.add_argument("--results", type=Path, default=Path("bench/results"))
-    args = ap.parse_args()
+    return AsyncBench(**vars(ap.parse_args(argv)))
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     start = build_warm_start(args.out)
     left = seconds_left(args.out, args.deadline, "deadline.async")
     steps = fit_steps(args.steps, None if left is None else left - 60, 2, args.est_step_s, 0.0, floor=4)
@@ -74,25 +96,7 @@ def main() -> None:
         groups_per_step=args.groups_per_step, queue_size=args.groups_per_step, num_generations=8,
         max_new_tokens=72, learning_rate=5e-4,
     )  # fmt: skip
-    results = {}
-    for mode in ("sync", "async"):
-        stamps = [time.perf_counter()]
-
-        def on_step(step: int, m: dict, mode: str = mode, stamps: list = stamps) -> None:
-            stamps.append(time.perf_counter())
-            print(
-                f"{mode} step {step + 1}/{args.steps}: reward {m['reward']:.3f} lag {m['mean_lag']:.2f}",
-                flush=True,
-            )
-
-        res = run_pipeline(start, iter(prompts(10_000, 1000 + args.seed)), toy_reward, args.steps, cfg,
-                           args.advantage, mode=mode, seed=args.seed, on_step=on_step)  # fmt: skip
-        results[mode] = {
-            "samples_per_s": res.samples_per_s, "wall_s": res.wall_s, "samples": res.samples,
-            "rewards": res.rewards, "final5": float(np.mean(res.rewards[-5:])), "generated_groups": res.generated,
-            "dropped_groups": res.dropped, "lags": res.lags, "step_s": list(np.diff(stamps)),
-            "clip_frac": [m["clip_frac"] for m in res.metrics],
-        }  # fmt: skip
+    results: dict = {mode: run_mode(mode, start, cfg, args) for mode in ("sync", "async")}
     ratio = results["async"]["samples_per_s"] / results["sync"]["samples_per_s"]
     results["config"] = cfg.model_dump() | {"advantage": args.advantage, "steps": args.steps}
     results["throughput_ratio"] = ratio
@@ -108,6 +112,24 @@ def main() -> None:
         print(f"| {mode} | {r['samples_per_s']:.2f} | {r['wall_s']:.0f} | {r['final5']:.3f} | "
               f"{r['generated_groups']} | {r['dropped_groups']} | {r['lags']} |")  # fmt: skip
     print(f"\nthroughput ratio async/sync: {ratio:.2f}x")
+
+
+def run_mode(mode: str, start: Path, cfg: PipelineConfig, args: AsyncBench) -> dict:
+    """One schedule (sync or async) from the warm start; its throughput, rewards, lags and step times."""
+    stamps = [time.perf_counter()]
+
+    def on_step(step: int, m: dict) -> None:
+        stamps.append(time.perf_counter())
+        print(f"{mode} step {step + 1}/{args.steps}: reward {m['reward']:.3f} lag {m['mean_lag']:.2f}", flush=True)
+
+    res = run_pipeline(start, iter(prompts(10_000, 1000 + args.seed)), toy_reward, args.steps, cfg,
+                       args.advantage, mode=mode, seed=args.seed, on_step=on_step)  # fmt: skip
+    return {
+        "samples_per_s": res.samples_per_s, "wall_s": res.wall_s, "samples": res.samples,
+        "rewards": res.rewards, "final5": float(np.mean(res.rewards[-5:])), "generated_groups": res.generated,
+        "dropped_groups": res.dropped, "lags": res.lags, "step_s": list(np.diff(stamps)),
+        "clip_frac": [m["clip_frac"] for m in res.metrics],
+    }  # fmt: skip
 
 
 if __name__ == "__main__":

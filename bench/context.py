@@ -20,6 +20,7 @@ import json
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,31 @@ def table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+@dataclass(frozen=True)
+class ContextBench:
+    """The benchmark's options (see ``parse_args``)."""
+
+    dataset: str
+    data_dir: str
+    n: int
+    max_steps: int
+    budget: int
+    top_k: int
+    result_chars: int
+    fold_summary: str
+    mode: str | None
+    distractors: int
+    model: str | None
+    out: Path | None
+    table_only: bool
+
+    def meta(self, dataset: str, model: str) -> dict[str, Any]:
+        """What the table's title line reports."""
+        return {"dataset": dataset, "model": model, "max_steps": self.max_steps, "budget": self.budget,
+                "fold_summary": self.fold_summary}  # fmt: skip
+
+
+def parse_args(argv: list[str] | None = None) -> ContextBench:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="hotpotqa")
     ap.add_argument("--data-dir", default=str(DATA_DIR))
@@ -109,8 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default=None, help="GGUF path for the local backend")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--table-only", action="store_true", help="print the table of the rows already in --out")
-    args = ap.parse_args(argv)
+    return ContextBench(**vars(ap.parse_args(argv)))
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     settings = Settings()
     if args.model:
         settings = Settings(
@@ -120,16 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if args.table_only:
         rows = [json.loads(line) for line in (out / "context.jsonl").read_text().splitlines()]
-        meta = {
-            "dataset": args.dataset,
-            "model": Path(args.model).stem if args.model else settings.llm.model,
-            "max_steps": args.max_steps,
-            "budget": args.budget,
-            "fold_summary": args.fold_summary,
-        }
-        text = table(rows, meta)
-        (out / "context.md").write_text(text)
-        print(text)
+        model = Path(args.model).stem if args.model else settings.llm.model
+        _write_table(rows, args.meta(args.dataset, model), out)
         return 0
     dataset = resolve_dataset(args.dataset, args.data_dir).select(args.n)
     examples = [ex for ex in dataset.examples if ex.answers]
@@ -139,52 +159,57 @@ def main(argv: list[str] | None = None) -> int:
     stack, summary = open_indexed_stack(settings, dataset, passages, extract="rules", chat_model=None)
     print(f"index: {len(passages)} passages in {time.perf_counter() - t0:.1f} s", flush=True)
     deps = AgentDeps(model=chat, backend=ModeBackend(stack.retriever, args.mode))
+    try:
+        rows = _run(examples, deps, _options(settings, args), out / "context.jsonl")
+    finally:
+        stack.close()
+    _write_table(rows, args.meta(dataset.name, chat.name), out)
+    return 0
+
+
+def _options(settings: Settings, args: ContextBench) -> dict[str, RunOptions]:
     common = dict(
         max_steps=args.max_steps,
         search_top_k=args.top_k,
         result_chars=args.result_chars,
         fold_summary=args.fold_summary,
     )
-    options = {
+    return {
         "fold": settings.run_options(fold=True, context_budget=args.budget, **common),
         # ReAct gets the same budget value but has no guard: the budget never changes what it sees
         "react": settings.run_options(fold=False, context_budget=args.budget, **common),
     }
-    path = out / "context.jsonl"
+
+
+def _run(examples: list, deps: AgentDeps, options: dict[str, RunOptions], path: Path) -> list[dict[str, Any]]:
+    """Every (question, system) not yet in ``path``, appended to it as it finishes; returns all rows."""
     rows = [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
     done = {(r["qid"], r["system"]) for r in rows}
-    meta = {
-        "dataset": dataset.name,
-        "model": chat.name,
-        "max_steps": args.max_steps,
-        "budget": args.budget,
-        "fold_summary": args.fold_summary,
-    }
-    try:
-        with path.open("a") as fh:
-            for i, ex in enumerate(examples, 1):
-                for system in SYSTEMS:  # interleaved: both systems see the same machine load
-                    if (ex.qid, system) in done:
-                        continue
-                    row = {
-                        "qid": ex.qid,
-                        "system": system,
-                        **one(ex.question, ex.answers, deps, options[system]),
-                    }
-                    rows.append(row)
-                    fh.write(json.dumps(row) + "\n")
-                    fh.flush()
-                    print(
-                        f"[{i}/{len(examples)}] {system:5s} em={row['em']:.0f} peak={row['peak_ctx']} "
-                        f"folds={row['folds']} {row['wall_s']:.0f}s  {row['answer'][:40]!r}",
-                        flush=True,
-                    )
-    finally:
-        stack.close()
+    with path.open("a") as fh:
+        for i, ex in enumerate(examples, 1):
+            for system in SYSTEMS:  # interleaved: both systems see the same machine load
+                if (ex.qid, system) in done:
+                    continue
+                row = {
+                    "qid": ex.qid,
+                    "system": system,
+                    **one(ex.question, ex.answers, deps, options[system]),
+                }
+                rows.append(row)
+                fh.write(json.dumps(row) + "\n")
+                fh.flush()
+                print(
+                    f"[{i}/{len(examples)}] {system:5s} em={row['em']:.0f} peak={row['peak_ctx']} "
+                    f"folds={row['folds']} {row['wall_s']:.0f}s  {row['answer'][:40]!r}",
+                    flush=True,
+                )
+    return rows
+
+
+def _write_table(rows: list[dict[str, Any]], meta: dict[str, Any], out: Path) -> None:
     text = table(rows, meta)
     (out / "context.md").write_text(text)
     print(text)
-    return 0
 
 
 if __name__ == "__main__":

@@ -21,8 +21,9 @@ import random
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -172,7 +173,28 @@ def sweep(retriever: object, qs: list[Question], modes: list[str], base: Retriev
                   flush=True)
 
 
-def main() -> None:
+@dataclass
+class EventragBench:
+    """The benchmark's options (see ``parse_args``)."""
+
+    dataset: str
+    data_dir: Path
+    extract: str
+    model: str
+    model_path: Path | None
+    threads: int
+    subset: int
+    distractors: int
+    graph: str
+    home: Path | None
+    json: Path | None
+    modes: str
+    set: list[str]
+    limit: int
+    grid: list[str]
+
+
+def parse_args(argv: list[str] | None = None) -> EventragBench:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", choices=["2wiki", "hotpotqa", "musique"], default="2wiki")
     ap.add_argument("--data-dir", type=Path, default=DATA)
@@ -197,8 +219,11 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="first N questions only")
     ap.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
                     help="tuning sweep: recall of --modes for every combination of these RetrievalConfig values")
-    args = ap.parse_args()
+    return EventragBench(**vars(ap.parse_args(argv)))
 
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     from eventrag.embed import make_embedder
     from eventrag.stack import open_stack
 
@@ -213,49 +238,17 @@ def main() -> None:
         raise SystemExit(f"--modes: choose from {', '.join(MODES)}")
     retrieval = retrieval_config(args.set)
     home = args.home or Path(tempfile.mkdtemp(prefix="eventrag-bench-"))
-    from eventfold.settings import default_home
-
-    model_path = args.model_path or default_home() / "models" / f"{args.model}.gguf"
-    llm = {
-        "packaged_model": args.model,
-        "model_path": str(model_path),
-        "n_ctx": 4096,
-        "concurrency": 1,
-        "n_threads": args.threads,
-    }
-    settings = Settings(
-        home=home, index=f"{args.dataset}-{args.extract}-{len(docs)}", llm=llm, graph={"backend": args.graph}
-    )
+    settings = bench_settings(args, home, len(docs))
     print(
         f"dataset={args.dataset} passages={len(docs)} questions={len(qs)} extract={args.extract}"
         f"{' model=' + args.model if args.extract == 'llm' else ''} graph={args.graph} home={home}",
         flush=True,
     )
-    res: dict[str, object] = {
-        "dataset": args.dataset,
-        "passages": len(docs),
-        "questions": len(qs),
-        "extract": args.extract,
-        "model": args.model if args.extract == "llm" else None,
-    }
+    res: dict[str, object] = {"dataset": args.dataset, "passages": len(docs), "questions": len(qs),
+                              "extract": args.extract, "model": args.model if args.extract == "llm" else None}  # fmt: skip
     embedder = TimedEmbedder(make_embedder(settings))
     with open_stack(settings, embedder=embedder, extract=args.extract, retrieval=retrieval) as stack:
-        with index_progress_bar(Console(stderr=True)) as progress:
-            s = stack.indexer.index_documents(docs, progress=progress)
-        print(f"index: {s.docs_indexed} docs, {s.chunks} chunks, {s.events} events, {s.entities} entities, "
-              f"{s.entity_merges} merges, {s.edges} edges ({s.inferred_edges} inferred), {s.chunks_failed} failed, "
-              f"{s.llm_calls} LLM calls, {s.elapsed_s:.1f}s", flush=True)
-        record = home / f"{settings.index}.index.json"  # the build's own numbers, for reruns on the same index
-        if s.docs_indexed:
-            record.write_text(json.dumps(s.model_dump(exclude={"skipped", "failures"}), indent=2))
-        elif record.is_file():
-            s = s.model_validate(json.loads(record.read_text()))
-            print(f"(index reused: indexing numbers below are from its build, {record})")
-        else:
-            print("(index reused from an earlier run: indexing numbers above are not a measurement)")
-        res["index"] = s.model_dump(exclude={"skipped", "failures"})
-        res["chunks_per_min"] = s.chunks / s.elapsed_s * 60 if s.elapsed_s and s.chunks else 0.0
-        res["llm_calls_per_chunk"] = s.llm_calls_per_chunk
+        res |= index_numbers(stack, docs, settings, home)
         if args.extract == "llm":  # re-index every chunk into a second namespace: all calls from the cache
             stack2_settings = settings.model_copy(update={"index": settings.index + "-re"})
             with open_stack(stack2_settings, extract="llm") as stack2:
@@ -268,82 +261,122 @@ def main() -> None:
         stack.retriever.cache.get()
         res["query_cache_build_s"] = time.perf_counter() - t0
         print(f"query cache (BM25, lexicon, passage graph, vector matrices) built in {res['query_cache_build_s']:.1f}s")
-        lex = LexicalIndex.build(stack.graph)
-        chunk_doc = {n.id: n.props["doc_id"] for n in stack.graph.find_nodes("Chunk", limit=10_000_000)}
         if args.grid:
             sweep(stack.retriever, qs, modes, retrieval, args.grid)
             return
-        table: dict[str, dict[int, list[float]]] = {}
-        lat: dict[str, list[float]] = {}
-        lat_noemb: dict[str, list[float]] = {}
-
-        hop_hits: dict[str, dict[int, list[float]]] = {}  # system -> hop position -> found in the top 5
-
-        def add(name: str, ranked_docs: list[str], q: Question) -> None:
-            for k in KS:
-                table.setdefault(name, {}).setdefault(k, []).append(recall(ranked_docs, q.gold, k))
-            top5 = set(list(dict.fromkeys(ranked_docs))[:5])
-            for i, doc in enumerate(q.hops or []):
-                if doc:
-                    hop_hits.setdefault(name, {}).setdefault(i + 1, []).append(float(doc in top5))
-
-        for qi, q in enumerate(qs, 1):
-            if qi % 20 == 0:
-                print(f"  retrieval: {qi}/{len(qs)} questions", flush=True)
-            bm25 = [chunk_doc[c] for c, _ in lex.search(q.text, 30)]
-            add("BM25", bm25, q)
-            for mode in ["naive", *modes] if "naive" not in modes else modes:
-                stack.retriever.query_vectors.clear()  # every latency below includes embedding the query
-                t0, e0 = time.perf_counter(), embedder.seconds
-                r = stack.retriever.retrieve(q.text, mode=mode, top_k=10)
-                lat.setdefault(mode, []).append(time.perf_counter() - t0)
-                lat_noemb.setdefault(mode, []).append(time.perf_counter() - t0 - (embedder.seconds - e0))
-                ranked = [c.doc_id for c in r.chunks]
-                if mode == "naive":
-                    add("dense", ranked, q)
-                    add("dense+BM25 RRF", rrf(ranked, bm25), q)
-                else:
-                    add(f"eventfold {mode}", ranked, q)
-    rows = {name: {k: float(np.mean(v)) for k, v in ks.items()} for name, ks in table.items()}
+        scores = measure(stack, embedder, qs, modes)
     res["config_overrides"] = args.set
-    best_base = max(rows[b][5] for b in ("BM25", "dense", "dense+BM25 RRF"))
-    print(f"\n{'system':<22}" + "".join(f"R@{k:<7}" for k in KS) + "R@5 vs best baseline")
-    for name, r in rows.items():
-        print(f"{name:<22}" + "".join(f"{r[k]:<9.3f}" for k in KS) + f"{r[5] - best_base:+.3f}")
-    if hop_hits:  # which hop is lost: recall@5 of each hop's supporting passage
-        n_hops = max(h for v in hop_hits.values() for h in v)
-        print("\nper hop (MuSiQue decomposition): R@5 of the hop's supporting passage")
-        print(f"{'system':<22}" + "".join(f"hop {h:<5}" for h in range(1, n_hops + 1)))
-        for name, hv in hop_hits.items():
-            print(f"{name:<22}" + "".join(f"{np.mean(hv[h]):<9.3f}" if h in hv else f"{'-':<9}" for h in range(1, n_hops + 1)))
-        res["per_hop_r5"] = {name: {h: float(np.mean(v)) for h, v in hv.items()} for name, hv in hop_hits.items()}
-    print("\nlatency (no LLM calls; shared 2-core machine, noisy):")
-    for mode, v in lat.items():
-        w = lat_noemb[mode]
-        print(
-            f"  {mode:<8} p50 {np.percentile(v, 50) * 1000:7.1f} ms   p95 {np.percentile(v, 95) * 1000:7.1f} ms"
-            f"   | without query embedding: p50 {np.percentile(w, 50) * 1000:6.1f} ms  p95 {np.percentile(w, 95) * 1000:6.1f} ms"
-        )
-    print(
-        f"\nindexing: {res['chunks_per_min']:.0f} chunks/min, {res['llm_calls_per_chunk']:.2f} LLM calls/chunk"
-        + (
-            f", re-index cache hit rate {res['reindex_cache_hit_rate']:.0%}"
-            if "reindex_cache_hit_rate" in res
-            else ""
-        )
-    )
-    res["recall"] = rows
-    res["latency_ms"] = {
-        m: {
-            "p50": float(np.percentile(v, 50) * 1000),
-            "p95": float(np.percentile(v, 95) * 1000),
-            "p50_no_embed": float(np.percentile(lat_noemb[m], 50) * 1000),
-            "p95_no_embed": float(np.percentile(lat_noemb[m], 95) * 1000),
-        }
-        for m, v in lat.items()
-    }
+    scores.report(res)
     if args.json:
         args.json.write_text(json.dumps(res, indent=2))
+
+
+def bench_settings(args: EventragBench, home: Path, n_docs: int) -> Settings:
+    """Settings of a fresh index under ``home`` (one per dataset, extractor and corpus size)."""
+    from eventfold.settings import default_home
+
+    model_path = args.model_path or default_home() / "models" / f"{args.model}.gguf"
+    llm = {"packaged_model": args.model, "model_path": str(model_path), "n_ctx": 4096, "concurrency": 1,
+           "n_threads": args.threads}  # fmt: skip
+    return Settings(
+        home=home, index=f"{args.dataset}-{args.extract}-{n_docs}", llm=llm, graph={"backend": args.graph}
+    )
+
+
+def index_numbers(stack: Any, docs: list[Document], settings: Settings, home: Path) -> dict[str, object]:
+    """Index ``docs`` (or reuse the index) and return the build's numbers: from this run, or recorded by
+    the run that built it."""
+    with index_progress_bar(Console(stderr=True)) as progress:
+        s = stack.indexer.index_documents(docs, progress=progress)
+    print(f"index: {s.docs_indexed} docs, {s.chunks} chunks, {s.events} events, {s.entities} entities, "
+          f"{s.entity_merges} merges, {s.edges} edges ({s.inferred_edges} inferred), {s.chunks_failed} failed, "
+          f"{s.llm_calls} LLM calls, {s.elapsed_s:.1f}s", flush=True)  # fmt: skip
+    record = home / f"{settings.index}.index.json"  # the build's own numbers, for reruns on the same index
+    if s.docs_indexed:
+        record.write_text(json.dumps(s.model_dump(exclude={"skipped", "failures"}), indent=2))
+    elif record.is_file():
+        s = s.model_validate(json.loads(record.read_text()))
+        print(f"(index reused: indexing numbers below are from its build, {record})")
+    else:
+        print("(index reused from an earlier run: indexing numbers above are not a measurement)")
+    return {"index": s.model_dump(exclude={"skipped", "failures"}),
+            "chunks_per_min": s.chunks / s.elapsed_s * 60 if s.elapsed_s and s.chunks else 0.0,
+            "llm_calls_per_chunk": s.llm_calls_per_chunk}  # fmt: skip
+
+
+@dataclass
+class Scores:
+    """Recall@k per system, per-hop hits (MuSiQue) and retrieval latency per mode."""
+
+    table: dict[str, dict[int, list[float]]] = field(default_factory=dict)
+    hop_hits: dict[str, dict[int, list[float]]] = field(default_factory=dict)  # system -> hop -> found in top 5
+    lat: dict[str, list[float]] = field(default_factory=dict)
+    lat_noemb: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, name: str, ranked_docs: list[str], q: Question) -> None:
+        for k in KS:
+            self.table.setdefault(name, {}).setdefault(k, []).append(recall(ranked_docs, q.gold, k))
+        top5 = set(list(dict.fromkeys(ranked_docs))[:5])
+        for i, doc in enumerate(q.hops or []):
+            if doc:
+                self.hop_hits.setdefault(name, {}).setdefault(i + 1, []).append(float(doc in top5))
+
+    def report(self, res: dict[str, object]) -> None:
+        """Print the recall, per-hop and latency tables and the indexing cost; add them to ``res``."""
+        rows = {name: {k: float(np.mean(v)) for k, v in ks.items()} for name, ks in self.table.items()}
+        best_base = max(rows[b][5] for b in ("BM25", "dense", "dense+BM25 RRF"))
+        print(f"\n{'system':<22}" + "".join(f"R@{k:<7}" for k in KS) + "R@5 vs best baseline")
+        for name, r in rows.items():
+            print(f"{name:<22}" + "".join(f"{r[k]:<9.3f}" for k in KS) + f"{r[5] - best_base:+.3f}")
+        if self.hop_hits:  # which hop is lost: recall@5 of each hop's supporting passage
+            n_hops = max(h for v in self.hop_hits.values() for h in v)
+            print("\nper hop (MuSiQue decomposition): R@5 of the hop's supporting passage")
+            print(f"{'system':<22}" + "".join(f"hop {h:<5}" for h in range(1, n_hops + 1)))
+            for name, hv in self.hop_hits.items():
+                print(f"{name:<22}" + "".join(f"{np.mean(hv[h]):<9.3f}" if h in hv else f"{'-':<9}" for h in range(1, n_hops + 1)))
+            res["per_hop_r5"] = {name: {h: float(np.mean(v)) for h, v in hv.items()} for name, hv in self.hop_hits.items()}
+        print("\nlatency (no LLM calls; shared 2-core machine, noisy):")
+        for mode, v in self.lat.items():
+            w = self.lat_noemb[mode]
+            print(
+                f"  {mode:<8} p50 {np.percentile(v, 50) * 1000:7.1f} ms   p95 {np.percentile(v, 95) * 1000:7.1f} ms"
+                f"   | without query embedding: p50 {np.percentile(w, 50) * 1000:6.1f} ms  p95 {np.percentile(w, 95) * 1000:6.1f} ms"
+            )
+        hit = res.get("reindex_cache_hit_rate")
+        print(f"\nindexing: {res['chunks_per_min']:.0f} chunks/min, {res['llm_calls_per_chunk']:.2f} LLM calls/chunk"
+              + (f", re-index cache hit rate {hit:.0%}" if hit is not None else ""))  # fmt: skip
+        res["recall"] = rows
+        res["latency_ms"] = {
+            m: {"p50": float(np.percentile(v, 50) * 1000), "p95": float(np.percentile(v, 95) * 1000),
+                "p50_no_embed": float(np.percentile(self.lat_noemb[m], 50) * 1000),
+                "p95_no_embed": float(np.percentile(self.lat_noemb[m], 95) * 1000)}  # fmt: skip
+            for m, v in self.lat.items()
+        }
+
+
+def measure(stack: Any, embedder: TimedEmbedder, qs: list[Question], modes: list[str]) -> Scores:
+    """BM25, dense, dense+BM25 RRF and each eventfold mode on every question, with latencies."""
+    lex = LexicalIndex.build(stack.graph)
+    chunk_doc = {n.id: n.props["doc_id"] for n in stack.graph.find_nodes("Chunk", limit=10_000_000)}
+    scores = Scores()
+    for qi, q in enumerate(qs, 1):
+        if qi % 20 == 0:
+            print(f"  retrieval: {qi}/{len(qs)} questions", flush=True)
+        bm25 = [chunk_doc[c] for c, _ in lex.search(q.text, 30)]
+        scores.add("BM25", bm25, q)
+        for mode in ["naive", *modes] if "naive" not in modes else modes:
+            stack.retriever.query_vectors.clear()  # every latency below includes embedding the query
+            t0, e0 = time.perf_counter(), embedder.seconds
+            r = stack.retriever.retrieve(q.text, mode=mode, top_k=10)
+            scores.lat.setdefault(mode, []).append(time.perf_counter() - t0)
+            scores.lat_noemb.setdefault(mode, []).append(time.perf_counter() - t0 - (embedder.seconds - e0))
+            ranked = [c.doc_id for c in r.chunks]
+            if mode == "naive":
+                scores.add("dense", ranked, q)
+                scores.add("dense+BM25 RRF", rrf(ranked, bm25), q)
+            else:
+                scores.add(f"eventfold {mode}", ranked, q)
+    return scores
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ that passes it and reports the rounds done (a scaled-down run says so in its fir
     flock /tmp/eventfold-bench.lock timeout 3000 python bench/soak.py --docs 300 --rounds 50 --calls 1000
 
 Indexing uses the rule extractor (no LLM), the embedded SQLite graph and Milvus Lite under
-`--home` (default /tmp/eventfold-soak). The clean index re-uses embeddings of unchanged texts from a cache
+`--home` (default <temp dir>/eventfold-soak). The clean index re-uses embeddings of unchanged texts from a cache
 (the embedder is deterministic), so it is rebuilt from scratch in the graph and vector stores without
 paying for the model again. Exit status 1 when any error or mismatch was seen.
 """
@@ -28,8 +28,10 @@ import random
 import shutil
 import statistics
 import sys
+import tempfile
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,73 +43,22 @@ from eventfold.settings import Settings  # noqa: E402
 
 MODES = ("naive", "graph", "event", "agentic")
 FIRST = [
-    "Alba",
-    "Bram",
-    "Cora",
-    "Dmitri",
-    "Elin",
-    "Farid",
-    "Greta",
-    "Hugo",
-    "Ines",
-    "Jonas",
-    "Kira",
-    "Lev",
-    "Mara",
-    "Nils",
-    "Olga",
-    "Pavel",
-    "Quinn",
-    "Rosa",
-    "Sven",
-    "Tala",
-    "Udo",
-    "Vera",
-    "Wim",
-    "Xenia",
-    "Yusuf",
-    "Zora",
-]
+    "Alba", "Bram", "Cora", "Dmitri", "Elin", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kira", "Lev",
+    "Mara", "Nils", "Olga", "Pavel", "Quinn", "Rosa", "Sven", "Tala", "Udo", "Vera", "Wim", "Xenia",
+    "Yusuf", "Zora"
+]  # fmt: skip
 LAST = [
-    "Reed",
-    "Holt",
-    "Wynn",
-    "Oss",
-    "Lind",
-    "Quill",
-    "Berg",
-    "Vance",
-    "Marsh",
-    "Kell",
-    "Dunn",
-    "Rask",
-    "Sorel",
-]
+    "Reed", "Holt", "Wynn", "Oss", "Lind", "Quill", "Berg", "Vance", "Marsh", "Kell", "Dunn", "Rask",
+    "Sorel"
+]  # fmt: skip
 PLACES = [
-    "Tarn",
-    "Vrana",
-    "Millbrook",
-    "Kestrel",
-    "Oslo",
-    "Split",
-    "Graz",
-    "Linz",
-    "Basel",
-    "Varna",
-    "Riga",
-    "Bergen",
-]
+    "Tarn", "Vrana", "Millbrook", "Kestrel", "Oslo", "Split", "Graz", "Linz", "Basel", "Varna", "Riga",
+    "Bergen"
+]  # fmt: skip
 THINGS = [
-    "mill",
-    "bridge",
-    "harbour wall",
-    "lighthouse",
-    "library",
-    "pumping station",
-    "ferry",
-    "tower",
-    "archive",
-]
+    "mill", "bridge", "harbour wall", "lighthouse", "library", "pumping station", "ferry", "tower",
+    "archive"
+]  # fmt: skip
 VERBS = ["built", "repaired", "closed", "reopened", "sold", "flooded", "painted", "moved", "inspected"]
 QUERIES = [
     "Who built the mill in Kestrel?",
@@ -247,120 +198,161 @@ def pct(values: list[float], q: float) -> float:
 
 
 # --- run -------------------------------------------------------------------------------------------
-def main() -> int:
+@dataclass(frozen=True)
+class SoakArgs:
+    docs: int
+    rounds: int
+    calls: int
+    seed: int
+    home: Path
+    out: Path | None
+    deadline_s: float
+
+
+def parse_args(argv: list[str] | None = None) -> SoakArgs:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=50)
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=17)
-    ap.add_argument("--home", type=Path, default=Path("/tmp/eventfold-soak"))
+    ap.add_argument("--home", type=Path, default=Path(tempfile.gettempdir()) / "eventfold-soak")
     ap.add_argument("--out", type=Path, default=None, help="write the result JSON here")
     ap.add_argument(
         "--deadline-s", type=float, default=float("inf"), help="stop after the round passing this"
     )
-    args = ap.parse_args()
+    return SoakArgs(**vars(ap.parse_args(argv)))
+
+
+class Soak:
+    """The incremental index under test, the corpus it follows, and what the rounds saw."""
+
+    def __init__(self, args: SoakArgs, embedder: Any, rng: random.Random) -> None:
+        self.args, self.embedder, self.rng = args, embedder, rng
+        self.corpus = args.home / "corpus"
+        self.counter = [args.docs]
+        self.errors: list[str] = []
+        self.mismatches: list[str] = []
+        self.latency: dict[str, list[float]] = {m: [] for m in MODES}
+        self.index_s: list[float] = []
+        self.calls = 0
+        self.pool = QUERIES + [f"What did {person(rng)} do in {rng.choice(PLACES)}?" for _ in range(40)]
+        self.inc: Any = None
+
+    def start(self) -> None:
+        """Index the corpus once and warm every mode up (before the first memory reading)."""
+        self.inc = open_index(self.args.home, "soak-incremental", self.embedder)
+        first = self.inc.indexer.index_paths([self.corpus])
+        print(f"initial index: {first.brief()}", flush=True)
+        for q in QUERIES:
+            for m in MODES:
+                self.inc.retriever.retrieve(q, mode=m, top_k=5)
+
+    def round(self, r: int, n_random: int, t_start: float) -> None:
+        """Edit the corpus, re-index incrementally, make ``n_random`` retrieve calls, compare with a clean
+        index. A soak reports failures, it does not stop at the first one."""
+        change = mutate(self.corpus, self.rng, self.counter)
+        t0 = time.perf_counter()
+        try:
+            s = self.inc.indexer.index_paths([self.corpus])
+        except Exception as exc:
+            self.errors.append(f"round {r} incremental index: {type(exc).__name__}: {exc}")
+            traceback.print_exc()
+            return
+        self.index_s.append(time.perf_counter() - t0)
+        self.random_calls(r, n_random)
+        self.calls += n_random + len(QUERIES) * len(MODES)
+        found = self.compare(r)
+        if found is None:
+            return
+        self.mismatches += [f"round {r}: {m}" for m in found]
+        print(
+            f"round {r + 1}/{self.args.rounds}: {change}, pruned {s.docs_pruned}, indexed {s.docs_indexed}, "
+            f"{len(found)} mismatches, {self.calls} calls, rss {rss_mib():.0f} MiB, "
+            f"{time.perf_counter() - t_start:.0f} s",
+            flush=True,
+        )
+        if found:
+            print("  " + "\n  ".join(found[:5]), flush=True)
+
+    def random_calls(self, r: int, n: int) -> None:
+        for i in range(n):
+            mode = MODES[(self.calls + i) % len(MODES)]
+            q = self.rng.choice(self.pool)
+            t1 = time.perf_counter()
+            try:
+                self.inc.retriever.retrieve(q, mode=mode, top_k=5)
+            except Exception as exc:
+                self.errors.append(f"round {r} retrieve {mode} {q!r}: {type(exc).__name__}: {exc}")
+            self.latency[mode].append(time.perf_counter() - t1)
+
+    def compare(self, r: int) -> list[str] | None:
+        """Mismatches between the incremental index and a clean one of the same folder (None: failed)."""
+        clean_dir = self.args.home / "indexes" / "soak-clean"
+        if clean_dir.exists():
+            shutil.rmtree(clean_dir)
+        try:
+            clean = open_index(self.args.home, "soak-clean", self.embedder)
+            try:
+                clean.indexer.index_paths([self.corpus])
+                return diff(snapshot(self.inc, self.latency), snapshot(clean))
+            finally:
+                clean.close()
+        except Exception as exc:
+            self.errors.append(f"round {r} clean index/compare: {type(exc).__name__}: {exc}")
+            traceback.print_exc()
+            return None
+
+    def result(self, rounds_done: int, rss_start: float, rss_end: float, t_start: float) -> dict[str, Any]:
+        lat = self.latency
+        return {
+            "docs": self.args.docs,
+            "rounds": rounds_done,
+            "rounds_asked": self.args.rounds,
+            "calls": sum(len(v) for v in lat.values()),
+            "errors": len(self.errors),
+            "mismatches": len(self.mismatches),
+            "rss_start_mib": round(rss_start, 1),
+            "rss_end_mib": round(rss_end, 1),
+            "rss_growth": round(rss_end / rss_start - 1, 4),
+            "reindex_p50_s": round(statistics.median(self.index_s), 3) if self.index_s else None,
+            "latency_ms": {
+                m: {"n": len(v), "p50": round(pct(v, 50) * 1000, 1), "p95": round(pct(v, 95) * 1000, 1)}
+                for m, v in lat.items()
+            },
+            "wall_s": round(time.perf_counter() - t_start, 1),
+            "load_avg": os.getloadavg(),
+            "first_errors": self.errors[:10],
+            "first_mismatches": self.mismatches[:10],
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     from eventrag.embed import make_embedder
 
     rng = random.Random(args.seed)
     if args.home.exists():
         shutil.rmtree(args.home)
-    corpus = args.home / "corpus"
-    make_corpus(corpus, args.docs, rng)
-    embedder = CachedEmbedder(make_embedder(Settings(home=args.home)))
-    errors: list[str] = []
-    mismatches: list[str] = []
-    latency: dict[str, list[float]] = {m: [] for m in MODES}
-    index_s: list[float] = []
-    counter = [args.docs]
+    make_corpus(args.home / "corpus", args.docs, rng)
+    soak = Soak(args, CachedEmbedder(make_embedder(Settings(home=args.home))), rng)
     t_start = time.perf_counter()
-    inc = open_index(args.home, "soak-incremental", embedder)
-    first = inc.indexer.index_paths([corpus])
-    print(f"initial index: {first.brief()}", flush=True)
-    for q in QUERIES:  # warm-up before the first memory reading
-        for m in MODES:
-            inc.retriever.retrieve(q, mode=m, top_k=5)
+    soak.start()
     rss_start = rss_mib()
     random_calls = max(0, args.calls - args.rounds * len(QUERIES) * len(MODES))
-    per_round = [
-        random_calls // args.rounds + (1 if r < random_calls % args.rounds else 0) for r in range(args.rounds)
-    ]
-    pool = QUERIES + [f"What did {person(rng)} do in {rng.choice(PLACES)}?" for _ in range(40)]
-    calls = 0
     rounds_done = 0
     for r in range(args.rounds):
         if time.perf_counter() - t_start > args.deadline_s:
             print(f"deadline reached after {rounds_done} rounds", flush=True)
             break
         rounds_done = r + 1
-        change = mutate(corpus, rng, counter)
-        t0 = time.perf_counter()
-        try:
-            s = inc.indexer.index_paths([corpus])
-        except Exception as exc:  # a soak reports, it does not stop at the first failure
-            errors.append(f"round {r} incremental index: {type(exc).__name__}: {exc}")
-            traceback.print_exc()
-            continue
-        index_s.append(time.perf_counter() - t0)
-        for i in range(per_round[r]):
-            mode = MODES[(calls + i) % len(MODES)]
-            q = rng.choice(pool)
-            t1 = time.perf_counter()
-            try:
-                inc.retriever.retrieve(q, mode=mode, top_k=5)
-            except Exception as exc:
-                errors.append(f"round {r} retrieve {mode} {q!r}: {type(exc).__name__}: {exc}")
-            latency[mode].append(time.perf_counter() - t1)
-        calls += per_round[r] + len(QUERIES) * len(MODES)
-        clean_dir = args.home / "indexes" / "soak-clean"
-        if clean_dir.exists():
-            shutil.rmtree(clean_dir)
-        try:
-            clean = open_index(args.home, "soak-clean", embedder)
-            try:
-                clean.indexer.index_paths([corpus])
-                found = diff(snapshot(inc, latency), snapshot(clean))
-            finally:
-                clean.close()
-        except Exception as exc:
-            errors.append(f"round {r} clean index/compare: {type(exc).__name__}: {exc}")
-            traceback.print_exc()
-            continue
-        mismatches += [f"round {r}: {m}" for m in found]
-        print(
-            f"round {r + 1}/{args.rounds}: {change}, pruned {s.docs_pruned}, indexed {s.docs_indexed}, "
-            f"{len(found)} mismatches, {calls} calls, rss {rss_mib():.0f} MiB, "
-            f"{time.perf_counter() - t_start:.0f} s",
-            flush=True,
-        )
-        if found:
-            print("  " + "\n  ".join(found[:5]), flush=True)
-    inc.close()
-    rss_end = rss_mib()
-    result = {
-        "docs": args.docs,
-        "rounds": rounds_done,
-        "rounds_asked": args.rounds,
-        "calls": sum(len(v) for v in latency.values()),
-        "errors": len(errors),
-        "mismatches": len(mismatches),
-        "rss_start_mib": round(rss_start, 1),
-        "rss_end_mib": round(rss_end, 1),
-        "rss_growth": round(rss_end / rss_start - 1, 4),
-        "reindex_p50_s": round(statistics.median(index_s), 3) if index_s else None,
-        "latency_ms": {
-            m: {"n": len(v), "p50": round(pct(v, 50) * 1000, 1), "p95": round(pct(v, 95) * 1000, 1)}
-            for m, v in latency.items()
-        },
-        "wall_s": round(time.perf_counter() - t_start, 1),
-        "load_avg": os.getloadavg(),
-        "first_errors": errors[:10],
-        "first_mismatches": mismatches[:10],
-    }
+        soak.round(r, random_calls // args.rounds + (1 if r < random_calls % args.rounds else 0), t_start)
+    soak.inc.close()
+    result = soak.result(rounds_done, rss_start, rss_mib(), t_start)
     print(json.dumps(result, indent=2))
     print(table(result))
     if args.out:
         args.out.write_text(json.dumps(result, indent=2))
-    return 1 if errors or mismatches else 0
+    return 1 if soak.errors or soak.mismatches else 0
 
 
 def table(r: dict[str, Any]) -> str:

@@ -8,18 +8,22 @@ config; a run's options come from ``Settings.run_options(**per_run_choices)`` (o
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
-
-if TYPE_CHECKING:  # Settings nests RunOptions: only the annotation refers back to it
-    from eventfold.settings import Settings
 
 ReportMode = Literal["short", "full", "long"]
 PlanMode = Literal["llm", "rules", "off"]  # sub-questions by one LLM call, by rules, or no plan
 RESEARCH_SCAFFOLD: dict[str, Any] = {
     "plan": "llm", "verify_answer": True, "auto_search": True, "bridge": True, "causal": True,
 }
+
+
+class RunOptionsSource(Protocol):
+    """What ``for_research`` needs of the settings (``eventfold.settings.Settings``, which nests
+    ``RunOptions`` and so imports this module, not the other way round)."""
+
+    def run_options(self, **overrides: Any) -> RunOptions: ...
 
 
 class AgentInputError(ValueError):
@@ -77,7 +81,7 @@ class RunOptions(BaseModel):
     context_window: int | None = Field(None, ge=256)  # the model's window, when known (local backend)
 
     @classmethod
-    def for_research(cls, settings: Settings, **overrides: Any) -> RunOptions:
+    def for_research(cls, settings: RunOptionsSource, **overrides: Any) -> RunOptions:
         """``settings.run_options`` with the research scaffold on (plan by the model, verified answers)."""
         return settings.run_options(**{**RESEARCH_SCAFFOLD, **overrides})
 

@@ -3,6 +3,9 @@
 The test parses every module of the product with ``ast`` (module-level, function-level and
 ``TYPE_CHECKING`` imports alike: a lazy import is still a dependency) and fails on any import of a
 higher layer. Inside eventrag: storage <- shared modules <- index <- query <- stack.
+
+Within a layer modules may import each other, but never in a circle: the import graph of the product's
+own modules (same walker) must be acyclic, and a cycle is reported as its path of modules.
 """
 
 from __future__ import annotations
@@ -29,23 +32,31 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
-    """(line, absolute dotted name) of every import in ``path``, relative ones resolved."""
+def _statements(path: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, absolute module, names it imports from that module) of every import in ``path``, relative
+    ones resolved; ``import a.b`` is ``(line, "a.b", [])``."""
     name = _module_name(path)
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-    out: list[tuple[int, str]] = []
+    out: list[tuple[int, str, list[str]]] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
-            out += [(node.lineno, a.name) for a in node.names]
+            out += [(node.lineno, a.name, []) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package[: len(package) - node.level + 1]
                 mod = ".".join(base + ([node.module] if node.module else []))
             else:
                 mod = node.module or ""
-            out.append((node.lineno, mod))
-            # `from pkg import sub` imports the submodule pkg.sub
-            out += [(node.lineno, f"{mod}.{a.name}") for a in node.names]
+            out.append((node.lineno, mod, [a.name for a in node.names]))
+    return out
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute dotted name) of every import in ``path``: the module, and for ``from pkg import
+    x`` also ``pkg.x`` (which is the submodule when ``x`` is one)."""
+    out: list[tuple[int, str]] = []
+    for line, mod, names in _statements(path):
+        out += [(line, mod)] + [(line, f"{mod}.{n}") for n in names]
     return out
 
 
@@ -80,6 +91,50 @@ def upward_imports(path: Path) -> list[str]:
         if up:
             bad.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
     return bad
+
+
+def import_graph(files: list[Path]) -> dict[str, set[str]]:
+    """Module -> the product modules it imports. ``from pkg import sub`` depends on the submodule
+    ``pkg.sub`` (Python imports ``pkg`` first for every submodule anyway), ``from pkg import name`` on
+    ``pkg``; a dotted name that is no module resolves to the module holding it."""
+    modules = {_module_name(f): f for f in files}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for me, path in modules.items():
+        for _, mod, names in _statements(path):
+            for target in [f"{mod}.{n}" if f"{mod}.{n}" in modules else mod for n in names] or [mod]:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != me:
+                    graph[me].add(target)
+    return graph
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Cycles of ``graph``, each as its path (first module repeated at the end); empty when it is acyclic.
+    An iterative depth-first search reports the cycle each back edge closes, so every cycle shares at
+    least one edge with a reported one."""
+    cycles: list[list[str]] = []
+    on_path: dict[str, int] = {}  # module -> its index in `path`
+    done: set[str] = set()
+    for root in sorted(graph):
+        if root in done:
+            continue
+        path = [root]
+        on_path[root] = 0
+        stack = [iter(sorted(graph[root]))]
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                stack.pop()
+                done.add(path[-1])
+                del on_path[path.pop()]
+            elif nxt in on_path:
+                cycles.append(path[on_path[nxt]:] + [nxt])
+            elif nxt not in done:
+                on_path[nxt] = len(path)
+                path.append(nxt)
+                stack.append(iter(sorted(graph.get(nxt, ()))))
+    return cycles
 
 
 def test_every_layer_is_known():
@@ -118,3 +173,37 @@ def test_the_checker_catches_upward_imports(tmp_path, monkeypatch, where, source
     path.parent.mkdir(parents=True)
     path.write_text(source + "\n")
     assert bool(upward_imports(path)) is should_fail
+
+
+def test_no_import_cycle():
+    cycles = find_cycles(import_graph(_product_files()))
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+@pytest.mark.parametrize(
+    ("sources", "cycle"),
+    [
+        ({"agent/a.py": "from agent.b import f", "agent/b.py": "def g():\n    from agent.a import h\n"},
+         ["agent.a", "agent.b", "agent.a"]),
+        ({"agent/a.py": "from agent import b", "agent/b.py": "import agent.c",
+          "agent/c.py": "from .a import x"}, ["agent.a", "agent.b", "agent.c", "agent.a"]),
+        ({"agent/a.py": "from agent.b import f", "agent/b.py": "import json", "agent/c.py": "from agent.a import g"},
+         None),
+        ({"agent/__init__.py": "from agent.a import f", "agent/a.py": "import os"}, None),
+        # a package that re-exports its submodules, whose submodules import each other through it
+        ({"agent/__init__.py": "from agent.a import f", "agent/a.py": "from agent import b",
+          "agent/b.py": "X = 1"}, None),
+        ({"agent/__init__.py": "from agent.a import f", "agent/a.py": "from agent import X"},
+         ["agent", "agent.a", "agent"]),
+        ({"agent/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from agent.b import B\n",
+          "agent/b.py": "from agent.a import A"}, ["agent.a", "agent.b", "agent.a"]),
+    ],
+)  # fmt: skip
+def test_the_checker_finds_cycles(tmp_path, monkeypatch, sources, cycle):
+    """Lazy, relative and ``from pkg import module`` imports close a cycle; a chain does not."""
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    for where, source in sources.items():
+        (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / where).write_text(source + "\n")
+    files = sorted((tmp_path / "agent").rglob("*.py"))
+    assert find_cycles(import_graph(files)) == ([cycle] if cycle else [])

@@ -187,6 +187,24 @@ def check_rl_launch(cfg: RLRunConfig, config_path: Path | None = None) -> Launch
 
     problems: list[str] = []
     notes: list[str] = []
+    _check_model_and_questions(cfg, problems, notes)
+    world = cfg.launch.num_processes
+    if cfg.launch.accelerate_config is not None:
+        world = _accelerate_checks(cfg.launch.accelerate_config, cfg, problems, notes)
+    _check_generation_batch(cfg, world, problems, notes)
+    vllm = _check_rollout(cfg, world, problems, notes)
+    if (cfg.grpo.bf16 or vllm) and not torch.cuda.is_available():
+        notes.append("bf16/vLLM need CUDA: fine for the GPU launch, not runnable on this machine")
+    try:
+        args: GRPOConfig = grpo_args(cfg, world_size=world)
+        notes.append(f"GRPOConfig valid (loss {args.loss_type}, generation batch {args.generation_batch_size})")
+    except (ValueError, TypeError, OSError) as exc:
+        problems.append(f"GRPOConfig: {exc}")
+    return LaunchCheck(ok=not problems, problems=problems, notes=notes, world_size=world,
+                       command=_rl_command(cfg, world, config_path))  # fmt: skip
+
+
+def _check_model_and_questions(cfg: RLRunConfig, problems: list[str], notes: list[str]) -> None:
     multi = cfg.launch.accelerate_config is not None or cfg.launch.num_processes > 1
     if not cfg.model.is_available() and not cfg.model.build_tiny:
         message = f"model {cfg.model.label} holds no model (no config.json, .gguf file or pulled packaged model)"
@@ -195,9 +213,10 @@ def check_rl_launch(cfg: RLRunConfig, config_path: Path | None = None) -> Launch
         else:
             problems.append(message + " and build_tiny is off")
     _check_questions(cfg.questions, problems, notes)
-    world = cfg.launch.num_processes
-    if cfg.launch.accelerate_config is not None:
-        world = _accelerate_checks(cfg.launch.accelerate_config, cfg, problems, notes)
+
+
+def _check_generation_batch(cfg: RLRunConfig, world: int, problems: list[str], notes: list[str]) -> None:
+    """TRL needs the generation batch (all processes, all accumulation steps) to hold whole groups."""
     g = cfg.grpo
     global_batch = g.per_device_train_batch_size * world * g.gradient_accumulation_steps
     if global_batch % g.num_generations:
@@ -207,39 +226,42 @@ def check_rl_launch(cfg: RLRunConfig, config_path: Path | None = None) -> Launch
         )
     else:
         notes.append(f"{global_batch // g.num_generations} prompts x {g.num_generations} rollouts per generation batch")
+
+
+def _check_rollout(cfg: RLRunConfig, world: int, problems: list[str], notes: list[str]) -> bool:
+    """Check ``launch.rollout``; True when it generates with vLLM."""
     from training.rl.configs import load_rollout_settings
 
     try:
         rollout = load_rollout_settings(cfg.launch.rollout)
     except (OSError, ValueError) as exc:
         problems.append(f"launch.rollout: {exc}")
-        rollout = None
-    if rollout is not None and rollout.mode != "none":
-        if importlib.util.find_spec("vllm") is None:
-            notes.append("vllm is not installed here (needed on the GPU machines)")
-        if rollout.mode == "server":
-            notes.append("vLLM server mode: start `trl vllm-serve --model <model.path>` on the generation GPUs first")
-        if rollout.mode == "colocate" and rollout.tensor_parallel_size > world:
-            problems.append(f"vLLM tensor_parallel_size {rollout.tensor_parallel_size} > {world} processes")
-    if (g.bf16 or (rollout is not None and rollout.mode != "none")) and not torch.cuda.is_available():
-        notes.append("bf16/vLLM need CUDA: fine for the GPU launch, not runnable on this machine")
-    try:
-        args: GRPOConfig = grpo_args(cfg, world_size=world)
-        notes.append(f"GRPOConfig valid (loss {args.loss_type}, generation batch {args.generation_batch_size})")
-    except (ValueError, TypeError, OSError) as exc:
-        problems.append(f"GRPOConfig: {exc}")
-    cmd = [sys.executable, "-m", "training.launch", "rl", "--config", str(config_path or "<config>")]
-    if world > 1 or cfg.launch.accelerate_config is not None:
-        cmd = ["accelerate", "launch"]
-        if cfg.launch.accelerate_config is not None:
-            from training.rl.configs import accelerate_config_path
+        return False
+    if rollout.mode == "none":
+        return False
+    if importlib.util.find_spec("vllm") is None:
+        notes.append("vllm is not installed here (needed on the GPU machines)")
+    if rollout.mode == "server":
+        notes.append("vLLM server mode: start `trl vllm-serve --model <model.path>` on the generation GPUs first")
+    if rollout.mode == "colocate" and rollout.tensor_parallel_size > world:
+        problems.append(f"vLLM tensor_parallel_size {rollout.tensor_parallel_size} > {world} processes")
+    return True
 
-            try:
-                cmd += ["--config_file", str(accelerate_config_path(cfg.launch.accelerate_config))]
-            except OSError:
-                cmd += ["--config_file", cfg.launch.accelerate_config]
-        cmd += ["--num_processes", str(world), "-m", "training.launch", "rl", "--config", str(config_path or "<config>")]
-    return LaunchCheck(ok=not problems, problems=problems, notes=notes, world_size=world, command=cmd)
+
+def _rl_command(cfg: RLRunConfig, world: int, config_path: Path | None) -> list[str]:
+    """The command that runs this launch: plain Python for one process, else ``accelerate launch``."""
+    run = ["-m", "training.launch", "rl", "--config", str(config_path or "<config>")]
+    if world <= 1 and cfg.launch.accelerate_config is None:
+        return [sys.executable, *run]
+    cmd = ["accelerate", "launch"]
+    if cfg.launch.accelerate_config is not None:
+        from training.rl.configs import accelerate_config_path
+
+        try:
+            cmd += ["--config_file", str(accelerate_config_path(cfg.launch.accelerate_config))]
+        except OSError:
+            cmd += ["--config_file", cfg.launch.accelerate_config]
+    return [*cmd, "--num_processes", str(world), *run]
 
 
 def main(argv: list[str] | None = None) -> None:

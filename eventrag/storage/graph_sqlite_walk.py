@@ -47,6 +47,13 @@ def walk(con: sqlite3.Connection, namespace: str, seed_nids: dict[str, int], req
     """Run ``req`` over ``con`` from ``seed_nids`` (its seeds' public id -> row id, resolved in ``namespace``)."""
     if not seed_nids:
         return Expansion()
+    sql, params = _walk_sql(seed_nids, req)
+    return _expansion(con.execute(sql, params).fetchall(), namespace, seed_nids)
+
+
+def _walk_sql(seed_nids: dict[str, int], req: Walk) -> tuple[str, list[Any]]:
+    """The query and its parameters: one row per reached node (row id, hop, parent row id, step code,
+    public id, label, props, doc ids, then the edge it was reached by: inferred, props, doc ids)."""
     parts, params = [], [*seed_nids.values()]
     for forward in (True, False):
         if req.direction == ("in" if forward else "out"):
@@ -68,8 +75,7 @@ def walk(con: sqlite3.Connection, namespace: str, seed_nids: dict[str, int], req
     docs = "(SELECT json_group_array(doc_id) FROM {t} x WHERE x.{k} = {v})"
     # each node at its shortest hop, reached from the parent with the smallest public id (then edge
     # type and direction): the same choice whatever order the rows were written in
-    rows = con.execute(
-        f"""{cte}, ranked AS (
+    sql = f"""{cte}, ranked AS (
                 SELECT w.nid, w.hop, w.parent, w.step, w.eid, n.id, n.label, n.props,
                        row_number() OVER (PARTITION BY w.nid ORDER BY w.hop, p.id, w.step) AS rn
                 FROM walk w JOIN nodes n ON n.nid = w.nid LEFT JOIN nodes p ON p.nid = w.parent),
@@ -78,10 +84,13 @@ def walk(con: sqlite3.Connection, namespace: str, seed_nids: dict[str, int], req
                 WHERE rn = 1{having} ORDER BY hop, id{tail})
             SELECT b.nid, b.hop, b.parent, b.step, b.id, b.label, b.props, {docs.format(t="node_docs", k="nid", v="b.nid")},
                    e.inferred, e.props, {docs.format(t="edge_docs", k="eid", v="b.eid")}
-            FROM best b LEFT JOIN edges e ON e.eid = b.eid ORDER BY b.hop, b.id""",
-        params,
-    ).fetchall()
-    ns, loads = namespace, codec.loads
+            FROM best b LEFT JOIN edges e ON e.eid = b.eid ORDER BY b.hop, b.id"""
+    return sql, params
+
+
+def _expansion(rows: list[tuple], namespace: str, seed_nids: dict[str, int]) -> Expansion:
+    """The walk's rows as nodes (with their paths from a seed) and the edges that reached them."""
+    loads = codec.loads
     info = {r[0]: r for r in rows}
     id_of = {nid: sid for sid, nid in seed_nids.items()} | {r[0]: r[4] for r in rows}
     out: list[ExpandedNode] = []
@@ -89,7 +98,7 @@ def walk(con: sqlite3.Connection, namespace: str, seed_nids: dict[str, int], req
     for nid, hop, parent, step, id_, label, props, node_docs, inferred, eprops, edocs in rows:
         node = codec.build(
             Node,
-            {"id": id_, "label": label, "namespace": ns, "props": loads(props), "doc_ids": loads(node_docs)},
+            {"id": id_, "label": label, "namespace": namespace, "props": loads(props), "doc_ids": loads(node_docs)},
         )
         if hop > 0:
             kind = EDGE_TYPES[step if step >= 0 else -1 - step]
@@ -98,16 +107,7 @@ def walk(con: sqlite3.Connection, namespace: str, seed_nids: dict[str, int], req
                 codec.build(Edge, {"props": loads(eprops), "doc_ids": loads(edocs), "src": src, "dst": dst, "type": kind,
                              "inferred": bool(inferred)})
             )  # fmt: skip
-        path, path_edges, cur = [id_], [], info[nid]
-        while cur[1] > 0:
-            code = cur[3]
-            path_edges.append(f"{EDGE_TYPES[code]}>" if code >= 0 else f"<{EDGE_TYPES[-1 - code]}")
-            path.append(id_of[cur[2]])
-            if cur[2] not in info:  # a seed left out of the result (neighbors())
-                break
-            cur = info[cur[2]]
-        path.reverse()
-        path_edges.reverse()
+        path, path_edges = _path_to(nid, info, id_of)
         out.append(
             codec.build(
                 ExpandedNode,
@@ -116,3 +116,19 @@ def walk(con: sqlite3.Connection, namespace: str, seed_nids: dict[str, int], req
         )
     edges.sort(key=lambda e: e.key)
     return codec.build(Expansion, {"nodes": out, "edges": edges})
+
+
+def _path_to(nid: int, info: dict[int, tuple], id_of: dict[int, str]) -> tuple[list[str], list[str]]:
+    """(public ids from the seed to ``nid``, the edge steps between them) along the parent pointers."""
+    cur = info[nid]
+    path, path_edges = [cur[4]], []
+    while cur[1] > 0:
+        code = cur[3]
+        path_edges.append(f"{EDGE_TYPES[code]}>" if code >= 0 else f"<{EDGE_TYPES[-1 - code]}")
+        path.append(id_of[cur[2]])
+        if cur[2] not in info:  # a seed left out of the result (neighbors())
+            break
+        cur = info[cur[2]]
+    path.reverse()
+    path_edges.reverse()
+    return path, path_edges

@@ -22,8 +22,6 @@ def test_ask_produces_a_cited_report_with_the_real_local_model(tmp_path, monkeyp
     if not MODEL.is_file():
         pytest.fail(f"{MODEL} missing: run `eventfold model pull qwen2.5-coder-0.5b`")
     from app import app
-    from eventfold.settings import Settings
-    from eventrag.stack import open_stack
 
     monkeypatch.setenv("EVENTFOLD_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("EVENTFOLD_LLM__CACHE", "false")
@@ -62,12 +60,23 @@ def test_ask_produces_a_cited_report_with_the_real_local_model(tmp_path, monkeyp
     sources = re.findall(r"^- `\[c:(\S+)\]` \*(.*)\* · doc `([^`]+)`", report, flags=re.M)
     assert sources, report
     assert re.search(r"\*\*Answer:\*\* .+\[c:" + re.escape(cited[0]) + r"\]", report)
-    settings = Settings(index="corpus")
-    with open_stack(settings, extract="rules") as stack:
+    _assert_sources_name_their_chunks(sources)
+    _assert_final_context_is_counted_by_the_model(traj)
+
+
+def _assert_sources_name_their_chunks(sources: list[tuple[str, str, str]]) -> None:
+    """Each source line's chunk id resolves in the index to a chunk of that document and title."""
+    from eventfold.settings import Settings
+    from eventrag.stack import open_stack
+
+    with open_stack(Settings(index="corpus"), extract="rules") as stack:
         for chunk_id, title, doc_id in sources:
             chunk = stack.retriever.get_chunk(chunk_id)
             assert chunk is not None and chunk.doc_id == doc_id and (chunk.title or "(untitled)") == title
-    # token accounting: the recorded final context is what the model's own tokenizer counts for it
+
+
+def _assert_final_context_is_counted_by_the_model(traj: dict) -> None:
+    """Token accounting: the recorded final context is what the model's own tokenizer counts for it."""
     from agent.graph import AgentDeps, AgentGraph
     from agent.state import RunState
     from eventfold.llm.local_backend import LlamaCppChatModel

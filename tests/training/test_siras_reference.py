@@ -84,74 +84,95 @@ def _reference_sorted(token_ids, logprobs, config: SirasConfig, markers: Structu
     chunks = [chunk_index(s) for s in starts]
     grams = [_gram_sets(token_ids[j], starts[j], config.ngram) for j in range(n)]
     n_ch = [len(g) for g in grams]
-    ia, ib = np.triu_indices(n, k=1)
-    m_ab = [np.zeros(n_ch[a]) for a in ia]
-    m_ba = [np.zeros(n_ch[b]) for b in ib]
+    pairs = list(zip(*np.triu_indices(n, k=1), strict=True))
+    m_ab, m_ba, paths = _aligned_matches(grams, pairs, config)
+    if config.cluster:
+        m = _mean_matches(pairs, m_ab, m_ba, n_ch)
+        _add_cluster_matches(token_ids, starts, grams, m, pairs, m_ab, m_ba, config)
+    m = _mean_matches(pairs, m_ab, m_ba, n_ch)
+    omega, mult = [], []
+    for j in range(n):
+        g = _gate(j, logprobs, chunks, n_ch, pairs, paths, config) if config.gate else np.ones(n_ch[j])
+        w = config.eps_w + (1.0 - config.eps_w) * (1.0 - m[j]) ** config.gamma * g
+        omega.append(w)
+        mult.append(mean_match(w[chunks[j]] / w[chunks[j]].mean(), config))
+    return m, omega, mult
+
+
+def _aligned_matches(grams, pairs, config: SirasConfig):
+    """Per pair (a, b): each chunk's best similarity along the alignment path, both ways, and the path."""
+    m_ab = [np.zeros(len(grams[a])) for a, _ in pairs]
+    m_ba = [np.zeros(len(grams[b])) for _, b in pairs]
     paths = []
-    for q, (a, b) in enumerate(zip(ia, ib, strict=True)):
+    for q, (a, b) in enumerate(pairs):
         sim = np.array([[_dice(x, y) for y in grams[b]] for x in grams[a]], dtype=np.float32)
+        la, lb = len(grams[a]), len(grams[b])
         if config.alignment == "dtw":
-            hw = max(config.min_band, int(np.ceil(config.band * max(n_ch[a], n_ch[b]))))
+            hw = max(config.min_band, int(np.ceil(config.band * max(la, lb))))
             path = _dtw_path(np.float32(1.0) - sim, hw)
         else:
-            path = [(i, i) for i in range(min(n_ch[a], n_ch[b]))]
+            path = [(i, i) for i in range(min(la, lb))]
         paths.append(path)
         for x, y in path:
             s = float(sim[x, y])
             m_ab[q][x] = max(m_ab[q][x], s)
             m_ba[q][y] = max(m_ba[q][y], s)
+    return m_ab, m_ba, paths
 
-    def mean_m():
-        tot = [np.zeros(c) for c in n_ch]
-        cnt = np.zeros(n)
-        for q, (a, b) in enumerate(zip(ia, ib, strict=True)):
-            tot[a] += m_ab[q]
-            tot[b] += m_ba[q]
-            cnt[a] += 1
-            cnt[b] += 1
-        return [np.clip(t / c, 0.0, 1.0) for t, c in zip(tot, cnt, strict=True)]
 
-    if config.cluster:
-        m = mean_m()
-        cand = [(j, c) for j in range(n) for c in range(n_ch[j]) if m[j][c] < config.cluster_max_match]
-        if 2 <= len(cand) <= config.cluster_max_chunks:
-            simmat = np.array([[_dice(grams[j][c], grams[k][d]) for k, d in cand] for j, c in cand])
-            keys = np.array([chunk_hashes(token_ids[j], starts[j])[c] for j, c in cand])
-            labels = average_linkage_labels(simmat, config.cluster_cut, keys)
-            sims = [float(simmat[x, y]) for x, y in zip(*same_label_pairs(labels), strict=True)]
-            for (left, right), s in zip(zip(*same_label_pairs(labels), strict=True), sims, strict=True):
-                (j, c), (k, _) = cand[left], cand[right]
-                for q, (a, b) in enumerate(zip(ia, ib, strict=True)):
-                    if (a, b) == (j, k):
-                        m_ab[q][c] = max(m_ab[q][c], s)
-                    elif (a, b) == (k, j):
-                        m_ba[q][c] = max(m_ba[q][c], s)
-    m = mean_m()
-    omega, mult = [], []
-    for j in range(n):
-        g = np.ones(n_ch[j])
-        if config.gate:
-            nb = len(config.surprise_bins) + 1
-            bins = np.searchsorted(np.asarray(config.surprise_bins), -logprobs[j], side="right")
-            hist = np.zeros((n_ch[j], nb))
-            np.add.at(hist, (chunks[j], bins), 1.0)
-            pooled = np.zeros_like(hist)
-            for q, (a, b) in enumerate(zip(ia, ib, strict=True)):
-                if j not in (a, b):
-                    continue
-                other = b if j == a else a
-                ob = np.searchsorted(np.asarray(config.surprise_bins), -logprobs[other], side="right")
-                ohist = np.zeros((n_ch[other], nb))
-                np.add.at(ohist, (chunks[other], ob), 1.0)
-                for x, y in paths[q]:
-                    mine, theirs = (x, y) if j == a else (y, x)
-                    pooled[mine] += ohist[theirs]
-            js = js_divergence(hist, pooled)
-            g = config.gate_floor + (1.0 - config.gate_floor) * np.minimum(1.0, js / config.js_ref)
-        w = config.eps_w + (1.0 - config.eps_w) * (1.0 - m[j]) ** config.gamma * g
-        omega.append(w)
-        mult.append(mean_match(w[chunks[j]] / w[chunks[j]].mean(), config))
-    return m, omega, mult
+def _mean_matches(pairs, m_ab, m_ba, n_ch):
+    """Each sequence's per-chunk match, averaged over its pairs and clipped to [0, 1]."""
+    tot = [np.zeros(c) for c in n_ch]
+    cnt = np.zeros(len(n_ch))
+    for q, (a, b) in enumerate(pairs):
+        tot[a] += m_ab[q]
+        tot[b] += m_ba[q]
+        cnt[a] += 1
+        cnt[b] += 1
+    return [np.clip(t / c, 0.0, 1.0) for t, c in zip(tot, cnt, strict=True)]
+
+
+def _add_cluster_matches(token_ids, starts, grams, m, pairs, m_ab, m_ba, config: SirasConfig) -> None:
+    """Raise the matches of poorly matched chunks that cluster together (in place)."""
+    n_ch = [len(g) for g in grams]
+    cand = [(j, c) for j in range(len(grams)) for c in range(n_ch[j]) if m[j][c] < config.cluster_max_match]
+    if not 2 <= len(cand) <= config.cluster_max_chunks:
+        return
+    simmat = np.array([[_dice(grams[j][c], grams[k][d]) for k, d in cand] for j, c in cand])
+    keys = np.array([chunk_hashes(token_ids[j], starts[j])[c] for j, c in cand])
+    labels = average_linkage_labels(simmat, config.cluster_cut, keys)
+    sims = [float(simmat[x, y]) for x, y in zip(*same_label_pairs(labels), strict=True)]
+    for (left, right), s in zip(zip(*same_label_pairs(labels), strict=True), sims, strict=True):
+        (j, c), (k, _) = cand[left], cand[right]
+        for q, (a, b) in enumerate(pairs):
+            if (a, b) == (j, k):
+                m_ab[q][c] = max(m_ab[q][c], s)
+            elif (a, b) == (k, j):
+                m_ba[q][c] = max(m_ba[q][c], s)
+
+
+def _gate(j, logprobs, chunks, n_ch, pairs, paths, config: SirasConfig):
+    """Sequence j's surprise gate per chunk: JS divergence of its surprise histogram from its aligned
+    siblings' pooled one."""
+    nb = len(config.surprise_bins) + 1
+
+    def histogram(i):
+        bins = np.searchsorted(np.asarray(config.surprise_bins), -logprobs[i], side="right")
+        hist = np.zeros((n_ch[i], nb))
+        np.add.at(hist, (chunks[i], bins), 1.0)
+        return hist
+
+    hist = histogram(j)
+    pooled = np.zeros_like(hist)
+    for q, (a, b) in enumerate(pairs):
+        if j not in (a, b):
+            continue
+        ohist = histogram(b if j == a else a)
+        for x, y in paths[q]:
+            mine, theirs = (x, y) if j == a else (y, x)
+            pooled[mine] += ohist[theirs]
+    js = js_divergence(hist, pooled)
+    return config.gate_floor + (1.0 - config.gate_floor) * np.minimum(1.0, js / config.js_ref)
 
 
 CONFIGS = [

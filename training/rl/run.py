@@ -22,7 +22,8 @@ so every process makes the same choice.
 Asynchronous rollouts (``async_rollouts = true``, settings in ``[pipeline]``): rollout worker threads run
 this same multi-turn tool loop (TRL's generation on their own copy of the policy) and feed a
 bounded-staleness queue; the learner of ``training.rl.pipeline`` trains with the configured estimator,
-importance-weighting samples up to ``max_lag`` policy versions old (``training.rl.pipeline.research``).
+importance-weighting samples up to ``max_lag`` policy versions old (``training.rl.pipeline.research``,
+whose rollout workers generate with trainers built by ``build_rl_trainer``).
 Full-parameter, one process; the throughput of the async schedule is measured by ``bench/async_rl.py``.
 """
 
@@ -32,11 +33,9 @@ import json
 import logging
 import math
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import torch
-from pydantic import BaseModel
 from torch.utils.data import Sampler
 from transformers import TrainerCallback
 
@@ -47,21 +46,14 @@ from training.common.time_budget import TimeBudget
 from training.config import RLRunConfig
 from training.rl.env import ResearchEnv, research_reward
 from training.rl.opener import force_call_opener, opener_text
+from training.rl.pipeline.research import run_rl_async
+from training.rl.result import RLResult
 from training.rl.schedule import Scheduler, cluster_questions
 from training.rl.tool_parse import with_text_call_repair
 from training.sft.data import TrainingQuestion
 from training.sft.train import ensure_model, last_checkpoint, peft_config
 
 log = logging.getLogger(__name__)
-
-
-class RLResult(BaseModel):
-    output_dir: Path
-    final_dir: Path
-    global_step: int
-    resumed_from: str | None
-    log_path: Path
-    schedule_history: list[int] = []
 
 
 def rl_rows(
@@ -279,12 +271,10 @@ def render_registry_schemas(trainer: Any, specs: list[Any]) -> None:
 
 def run_rl(cfg: RLRunConfig, questions: list[TrainingQuestion], backend: Any, **model_kw: Any) -> RLResult:
     if cfg.async_rollouts:
-        from training.rl.pipeline.research import run_rl_async
-
         model, tok = model_kw.get("model"), model_kw.get("tokenizer")
         if model is None or tok is None:
             model, tok = load_model_and_tokenizer(ensure_model(cfg.model), dtype=cfg.model.dtype)
-        return run_rl_async(cfg, questions, backend, model, tok)
+        return run_rl_async(cfg, questions, backend, model, tok, build_trainer=build_rl_trainer)
     trainer = build_rl_trainer(cfg, questions, backend, **model_kw)
     resume = last_checkpoint(cfg.output_dir) if cfg.resume else None
     trainer.train(resume_from_checkpoint=resume)

@@ -1,14 +1,14 @@
 """Async RL in the research environment (``RLRunConfig.async_rollouts = true``).
 
-Rollout workers are threads, each owning a copy of the policy and a trainer built by
-``training.rl.run.build_rl_trainer`` over that copy, used only to generate: TRL's
-``_generate_and_score_completions`` runs the agent's multi-turn tool loop (``environment_factory``),
-masks the tool results and scores each episode with the research reward. Its output is cut into
-sibling groups (completions with their loss masks and behaviour log-probs, rewards already set, so
-verification passes them through) and queued; the learner (:mod:`training.rl.pipeline.learner`)
-trains the main model with the configured estimator and publishes weights, which each worker
-reloads before its next batch. Threads, not processes: the search backend (index connections) is
-shared in-process and tool calls wait on I/O.
+Rollout workers are threads, each owning a copy of the policy and a trainer built over that copy by
+the ``build_trainer`` it is given (``training.rl.run.build_rl_trainer``: ``run_rl`` dispatches here and
+passes it in), used only to generate: TRL's ``_generate_and_score_completions`` runs the agent's
+multi-turn tool loop (``environment_factory``), masks the tool results and scores each episode with the
+research reward. Its output is cut into sibling groups (completions with their loss masks and behaviour
+log-probs, rewards already set, so verification passes them through) and queued; the learner
+(:mod:`training.rl.pipeline.learner`) trains the main model with the configured estimator and publishes
+weights, which each worker reloads before its next batch. Threads, not processes: the search backend
+(index connections) is shared in-process and tool calls wait on I/O.
 """
 
 from __future__ import annotations
@@ -16,23 +16,29 @@ from __future__ import annotations
 import copy
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
+from training.rl.pipeline.learner import Learner
 from training.rl.pipeline.loop import run_thread_rollouts
 from training.rl.pipeline.rollout import RolloutGroup
+from training.rl.result import RLResult
+
+# (cfg, questions, backend, *, model, tokenizer) -> a TRL GRPO trainer over that model
+BuildTrainer = Callable[..., Any]
 
 
 class TRLRollout:
     """Multi-turn sibling groups from TRL's generation on a private copy of the policy."""
 
-    def __init__(self, cfg: Any, questions: list, backend: Any, model: Any, tok: Any) -> None:
-        from training.rl.run import build_rl_trainer
-
+    def __init__(
+        self, cfg: Any, questions: list, backend: Any, model: Any, tok: Any, build_trainer: BuildTrainer
+    ) -> None:
         self.model = copy.deepcopy(model)
         gen_cfg = cfg.model_copy(update={"advantage": cfg.advantage.model_copy(update={"method": "grpo"})})
-        self.trainer = build_rl_trainer(gen_cfg, questions, backend, model=self.model, tokenizer=tok)
+        self.trainer = build_trainer(gen_cfg, questions, backend, model=self.model, tokenizer=tok)
         self.model.train()  # TRL's "train" mode: num_generations siblings per prompt
         self.tok = tok
         self.batches = self._batches()
@@ -83,11 +89,11 @@ class TRLRollout:
         return groups
 
 
-def run_rl_async(cfg: Any, questions: list, backend: Any, model: Any, tok: Any) -> Any:
-    """``run_rl`` with the async pipeline; returns the same ``RLResult``."""
-    from training.rl.pipeline.learner import Learner
-    from training.rl.run import RLResult
-
+def run_rl_async(
+    cfg: Any, questions: list, backend: Any, model: Any, tok: Any, *, build_trainer: BuildTrainer
+) -> RLResult:
+    """``run_rl`` with the async pipeline; returns the same ``RLResult``. ``build_trainer`` makes each
+    rollout worker's generating trainer."""
     g = cfg.grpo
     if cfg.lora.enabled:
         raise ValueError("async_rollouts trains all parameters of the policy: set lora.enabled = false")
@@ -96,7 +102,7 @@ def run_rl_async(cfg: Any, questions: list, backend: Any, model: Any, tok: Any) 
                 "groups_per_step": max(1, g.per_device_train_batch_size // g.num_generations)}
     )  # fmt: skip
     learner = Learner(model, tok, pcfg, cfg.advantage.method, cfg.advantage.siras)
-    rollouts = [TRLRollout(cfg, questions, backend, model, tok) for _ in range(pcfg.rollout_workers)]
+    rollouts = [TRLRollout(cfg, questions, backend, model, tok, build_trainer) for _ in range(pcfg.rollout_workers)]
     cfg.output_dir.mkdir(parents=True, exist_ok=True)
     log_path = cfg.output_dir / "log.jsonl"
     with log_path.open("w", encoding="utf-8") as f:

@@ -81,74 +81,103 @@ def dtw_rows(
     """
     if COMPILED:
         return dtw_kernel.dtw_compiled(cost, lo, hi, len_a, len_b)
-    size, p, k = cost.shape
+    _, p, k = cost.shape
     la = np.asarray(len_a, dtype=np.int64)
     lb = np.asarray(len_b, dtype=np.int64)
-    kk = np.arange(k)
     if masked:
         c = cost.astype(np.float64)
     else:
-        c = np.where(kk[None, None, :] <= (hi - lo).T[:, :, None], cost, np.inf).astype(
-            np.float64, copy=False
-        )
-    c0 = np.minimum(c, _HUGE)
-    c0_t = torch.from_numpy(c0)
-    shift = np.zeros((size, p), dtype=np.int64)
-    shift[1:] = np.maximum(np.diff(lo, axis=1).T, 0)  # band rows only move right (0 past a pair's end)
-    kp = k + 1 + int(shift.max(initial=0)) + 1
-    gather_base = (np.arange(p) * kp)[None, :, None] + shift[:, :, None]  # (S, P, 1)
-    jj = np.arange(k + 1)[None, :]
-    off_base = (shift - p * k).astype(np.int32)[
-        :, :, None
-    ]  # predecessor offsets: up = this, diag = this − 1, left = −1
-    prev = np.full((p, kp), np.inf)
-    prev[:, 0] = 0.0  # virtual row −1: the diagonal predecessor of cell (0, 0)
-    cur = np.full((p, kp), np.inf)
-    ib = np.empty((p, k + 1), dtype=np.int64)
-    w = np.empty((p, k + 1))
-    m, x, t = np.empty((p, k)), np.empty((p, k)), np.empty((p, k))
-    left = np.full((p, k), np.inf)
-    run, tmin = torch.empty((p, k), dtype=torch.float64), torch.empty((p, k), dtype=torch.float64)
-    t_t, run_np, tmin_np = torch.from_numpy(t), run.numpy(), tmin.numpy()
-    tidx = torch.empty((p, k), dtype=torch.long)
-    lt, dle = np.empty((p, k), dtype=bool), np.empty((p, k), dtype=bool)
-    off = np.empty((size, p, k), dtype=np.int32)
-    dist = np.full(p, np.inf)
+        in_band = np.arange(k)[None, None, :] <= (hi - lo).T[:, :, None]
+        c = np.where(in_band, cost, np.inf).astype(np.float64, copy=False)
     end_k = lb - 1 - lo[np.arange(p), la - 1]
-    ends = {int(a): np.flatnonzero(la - 1 == a) for a in np.unique(la - 1)}
-    for a in range(size):
-        np.add(gather_base[a], jj, out=ib)
-        np.take(prev.reshape(-1), ib, out=w)
-        diag, up = w[:, :-1], w[:, 1:]
-        np.less_equal(diag, up, out=dle)
-        np.minimum(diag, up, out=m)
-        np.add(c[a], m, out=x)
+    dist, off = _RowScan(c, lo).run(la, end_k)
+    return dist, _traceback(off, dist, lo, la, lb, end_k)
+
+
+class _RowScan:
+    """The forward pass of the numpy path: D row by row for all pairs at once, two rows kept.
+
+    Row a of pair p sits in ``prev``/``cur`` at offsets shifted so that the previous row's cells
+    (b − 1, b) are gathered as one window; ``off[a, p, k]`` is the flat offset of cell k's predecessor
+    (up = this, diag = this − 1, left = −1), which the traceback follows.
+    """
+
+    def __init__(self, c: np.ndarray, lo: np.ndarray) -> None:
+        size, p, k = c.shape
+        self.c, self.size, self.p, self.k = c, size, p, k
+        self.c0_t = torch.from_numpy(np.minimum(c, _HUGE))
+        shift = np.zeros((size, p), dtype=np.int64)
+        shift[1:] = np.maximum(np.diff(lo, axis=1).T, 0)  # band rows only move right (0 past a pair's end)
+        kp = k + 1 + int(shift.max(initial=0)) + 1
+        self.gather_base = (np.arange(p) * kp)[None, :, None] + shift[:, :, None]  # (S, P, 1)
+        self.jj = np.arange(k + 1)[None, :]
+        self.off_base = (shift - p * k).astype(np.int32)[:, :, None]
+        self.prev = np.full((p, kp), np.inf)
+        self.prev[:, 0] = 0.0  # virtual row −1: the diagonal predecessor of cell (0, 0)
+        self.cur = np.full((p, kp), np.inf)
+        self.off = np.empty((size, p, k), dtype=np.int32)
+        # scratch, reused by every row
+        self.ib = np.empty((p, k + 1), dtype=np.int64)
+        self.w = np.empty((p, k + 1))
+        self.m, self.x, self.t = np.empty((p, k)), np.empty((p, k)), np.empty((p, k))
+        self.left = np.full((p, k), np.inf)
+        self.run_t, self.tmin_t = torch.empty((p, k), dtype=torch.float64), torch.empty((p, k), dtype=torch.float64)
+        self.t_t, self.run_np, self.tmin_np = torch.from_numpy(self.t), self.run_t.numpy(), self.tmin_t.numpy()
+        self.tidx = torch.empty((p, k), dtype=torch.long)
+        self.lt, self.dle = np.empty((p, k), dtype=bool), np.empty((p, k), dtype=bool)
+
+    def run(self, la: np.ndarray, end_k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(dist (P,), off (S, P, K)): each pair's D at its end cell (inf when unreachable)."""
+        dist = np.full(self.p, np.inf)
+        ends = {int(a): np.flatnonzero(la - 1 == a) for a in np.unique(la - 1)}
+        for a in range(self.size):
+            d = self._row(a)
+            if a in ends:
+                q = ends[a]
+                dist[q] = d[q, end_k[q]]
+            self.prev, self.cur = self.cur, self.prev
+            if a == 0:
+                self.cur[:, 0] = np.inf
+        dist[dist >= _HUGE / 2] = np.inf
+        self.off[0, :, 0] = 0  # the start cells are fixed points of the traceback
+        return dist, self.off
+
+    def _row(self, a: int) -> np.ndarray:
+        """Fill row a of every pair into ``cur`` (returned as its (P, K) band view) and ``off[a]``."""
+        c, t, x, left, run_np = self.c, self.t, self.x, self.left, self.run_np
+        np.add(self.gather_base[a], self.jj, out=self.ib)
+        np.take(self.prev.reshape(-1), self.ib, out=self.w)
+        diag, up = self.w[:, :-1], self.w[:, 1:]
+        np.less_equal(diag, up, out=self.dle)
+        np.minimum(diag, up, out=self.m)
+        np.add(c[a], self.m, out=x)
         # horizontal steps: D[b] = min(x[b], D[b−1] + c[b]) = run[b] + cummin(x − run)[b]
-        torch.cumsum(c0_t[a], 1, out=run)
+        torch.cumsum(self.c0_t[a], 1, out=self.run_t)
         np.subtract(x, run_np, out=t)
-        torch.cummin(t_t, 1, out=(tmin, tidx))
-        np.add(tmin_np, run_np, out=t)
+        torch.cummin(self.t_t, 1, out=(self.tmin_t, self.tidx))
+        np.add(self.tmin_np, run_np, out=t)
         np.add(t[:, :-1], c[a][:, 1:], out=left[:, 1:])  # D[b−1] + c[b]: the step in b
-        np.less(left, x, out=lt)
-        d = cur[:, 1 : k + 1]
+        np.less(left, x, out=self.lt)
+        d = self.cur[:, 1 : self.k + 1]
         np.minimum(x, left, out=d)
-        np.subtract(off_base[a], dle.view(np.int8), out=off[a])
-        np.putmask(off[a], lt, -1)
-        if a in ends:
-            q = ends[a]
-            dist[q] = d[q, end_k[q]]
-        prev, cur = cur, prev
-        if a == 0:
-            cur[:, 0] = np.inf
-    dist[dist >= _HUGE / 2] = np.inf
-    off[0, :, 0] = 0  # the start cells are fixed points of the traceback
+        np.subtract(self.off_base[a], self.dle.view(np.int8), out=self.off[a])
+        np.putmask(self.off[a], self.lt, -1)
+        return d
+
+
+def _traceback(
+    off: np.ndarray, dist: np.ndarray, lo: np.ndarray, la: np.ndarray, lb: np.ndarray, end_k: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The optimal path's cells (pair, row, column, band offset) of every pair with a finite distance,
+    following ``off`` from each end cell, all pairs in lockstep."""
+    _, p, k = off.shape
     finite = np.isfinite(dist)
     pk = p * k
     pos = np.where(finite, ((la - 1) * p + np.arange(p)) * k + end_k, np.arange(p) * k)
     steps = int((la + lb).max()) - 1
     trace = np.empty((steps, p), dtype=np.int64)
     flat_off = off.reshape(-1)
-    for s in range(steps):  # all pairs in lockstep; a finished pair stays on its start cell
+    for s in range(steps):  # a finished pair stays on its start cell
         trace[s] = pos
         pos = pos + flat_off.take(pos)
     new = np.ones_like(trace, dtype=bool)
@@ -157,8 +186,7 @@ def dtw_rows(
     tt, pp = np.nonzero(new)
     f = trace[tt, pp]
     pa, pk_ = f // pk, f % k
-    cells = (pp, pa, lo[pp, pa] + pk_, pk_)
-    return dist, cells
+    return pp, pa, lo[pp, pa] + pk_, pk_
 
 
 def dtw_batch(
