@@ -35,7 +35,7 @@ class LlamaCppTokenGenerator:
 
     def __init__(
         self, path: Path, *, n_ctx: int = 8192, n_threads: int | None = None, seed: int | None = 0,
-        eos_ids: tuple[int, ...] = (),
+        eos_ids: tuple[int, ...] = (), lora_path: Path | None = None,
     ):  # fmt: skip
         try:
             from llama_cpp import Llama
@@ -45,12 +45,18 @@ class LlamaCppTokenGenerator:
 
         if not path.is_file():
             raise LLMError(f"student GGUF {path} does not exist (run `eventfold model export`)")
+        if lora_path is not None and not lora_path.is_file():
+            raise LLMError(f"LoRA adapter GGUF {lora_path} does not exist")
         threads = n_threads or auto_threads()
         started = time.perf_counter()
+        # a LoRA adapter (training.common.export.export_lora_gguf) is applied over the base weights, as
+        # the RL rollouts serve the policy being trained without merging and re-quantizing it each step
         self._llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
-                          seed=seed if seed is not None else 0xFFFFFFFF, verbose=False)  # fmt: skip
+                          seed=seed if seed is not None else 0xFFFFFFFF, verbose=False,
+                          lora_path=str(lora_path) if lora_path is not None else None)  # fmt: skip
         self.load_time_s = time.perf_counter() - started
         self.path = path
+        self.lora_path = lora_path
         self.n_ctx = n_ctx
         self.seed = seed
         self.eos_ids = set(eos_ids) | {self._llm.token_eos()}
