@@ -62,7 +62,9 @@ class LlamaCppTokenGenerator:
         self.eos_ids = set(eos_ids) | {self._llm.token_eos()}
         self.reused_tokens = 0  # prompt tokens taken from the cache instead of evaluated (all calls)
 
-    def generate(self, ids: list[int], max_new: int, temperature: float | None) -> list[int]:
+    def generate(self, ids: list[int], max_new: int, temperature: float | None, seed: int | None = None) -> list[int]:
+        """New ids after ``ids``; with a temperature the sampler is seeded with ``seed`` (default: the
+        generator's own), so a caller drawing several samples of one prompt passes one seed per sample."""
         if len(ids) + max_new > self.n_ctx:
             raise LLMError(f"prompt of {len(ids)} tokens + {max_new} new exceeds the context window {self.n_ctx}")
         before = self._llm.n_tokens
@@ -71,8 +73,8 @@ class LlamaCppTokenGenerator:
         while keep < min(len(cached), len(ids) - 1) and cached[keep] == ids[keep]:
             keep += 1
         self.reused_tokens += keep
-        if temperature and self.seed is not None:
-            self._llm.set_seed(self.seed)
+        if temperature and (seed is not None or self.seed is not None):
+            self._llm.set_seed(seed if seed is not None else self.seed)
         out: list[int] = []
         # llama-cpp-python's generate finds the common prefix with its cache itself (reset=True)
         for tok in self._llm.generate(ids, temp=float(temperature or 0.0), top_k=0 if temperature else 1,

@@ -56,7 +56,7 @@ def _peft(model_dir: Path):
     return get_peft_model(base, config).eval()
 
 
-def test_adapter_export_load_generate_round_trip(small_student, tmp_path) -> None:
+def test_adapter_export_load_generate_and_logprobs_round_trip(small_student, tmp_path) -> None:
     model_dir, base_gguf = small_student
     from transformers import AutoTokenizer
 
@@ -83,25 +83,45 @@ def test_adapter_export_load_generate_round_trip(small_student, tmp_path) -> Non
             again = model.generate(torch.tensor([ids]), max_new_tokens=12, do_sample=False)[0, len(ids):].tolist()
         assert engine.generate(ids, 12, 0.0) == again[: len(engine.generate(ids, 12, 0.0))]
         assert sorted(p.name for p in (tmp_path / "adapters").iterdir()) == ["adapter-00001", "adapter-00002"]
-    finally:
-        engine.close()
-
-
-def test_rollout_and_torch_logprobs_agree(small_student, tmp_path) -> None:
-    model_dir, base_gguf = small_student
-    from transformers import AutoTokenizer
-
-    ids = AutoTokenizer.from_pretrained(model_dir)(PROMPT, add_special_tokens=False)["input_ids"]
-    model = _peft(model_dir)
-    engine = LoraRolloutEngine(base_gguf, model_dir, Settings().cache_dir, tmp_path / "adapters", n_ctx=256, n_threads=1)
-    try:
-        sync = engine.sync(model)
         full = ids + engine.generate(ids, 16, 0.0)
     finally:
         engine.close()
-    gap = logprob_gap(model, full, len(ids), base_gguf, sync.adapter_gguf)
-    assert gap.tokens == len(full) - len(ids)
+    # the rollout engine samples from the policy the loss differentiates: llama.cpp's log-probs of the
+    # sampled tokens equal torch's (f32 weights and adapter: only summation order differs)
+    gap = logprob_gap(model, full, len(ids), base_gguf, second.adapter_gguf)
+    assert gap.tokens == len(full) - len(ids) == len(torch_token_logprobs(model, full, len(ids)))
     assert gap.max_abs < 1e-3, gap
     without = logprob_gap(model, full, len(ids), base_gguf, None)  # the base alone is another policy
     assert without.max_abs > 100 * gap.max_abs
-    assert len(torch_token_logprobs(model, full, len(ids))) == gap.tokens
+
+
+def test_rl_loop_with_llama_cpp_rollouts_runs_two_steps(small_student, tmp_path, lexical_backend, tiny_questions) -> None:
+    """`launch.rollout = "llama_cpp"`: TRL's multi-turn tool loop samples every turn through llama.cpp with
+    the adapter of the current step (exported again after each optimiser step); the loss is torch's."""
+    from training.config import RLRunConfig
+    from training.rl.run import build_rl_trainer
+    from training.sft.data import TrainingQuestion
+
+    model_dir, _ = small_student
+    cfg = RLRunConfig.model_validate({
+        "model": {"path": str(model_dir)}, "output_dir": str(tmp_path / "rl"), "questions": {"path": str(tmp_path)},
+        "env": {"run": {"context_budget": 1500, "max_steps": 2, "search_top_k": 1, "result_chars": 120},
+                "reward": {"context_budget": 1500}},
+        "grpo": {"num_generations": 2, "per_device_train_batch_size": 2, "max_steps": 2, "learning_rate": 1e-2,
+                 "max_completion_length": 48, "max_tool_calling_iterations": 1, "temperature": 1.0},
+        "lora": {"enabled": True, "r": 4, "alpha": 8},
+        "advantage": {"method": "siras", "siras": {"s_batch_fallback": 0.5, "chunking": "structure", "gate": False}},
+        "launch": {"rollout": "llama_cpp"},
+    })  # fmt: skip
+    qs = [TrainingQuestion(id=q["id"], question=q["question"], golds=[q["answer"]]) for q in tiny_questions[:2]]
+    trainer = build_rl_trainer(cfg, qs, lexical_backend)
+    engine = trainer.rollout_engine
+    try:
+        trainer.train()
+    finally:
+        engine.close()
+    assert trainer.state.global_step == 2
+    assert [s.version for s in engine.syncs] == [1, 2]  # one adapter per optimiser step
+    assert engine.calls >= 2 * 2 and engine.generated_tokens > 0  # 2 rollouts x 2 steps, every turn sampled here
+    logged = [x for x in trainer.state.log_history if "rollout/generate_s" in x]
+    assert logged and all(x["rollout/adapter_convert_s"] > 0 for x in logged)

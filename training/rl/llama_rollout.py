@@ -57,6 +57,9 @@ class LoraRolloutEngine:
     seed: int | None = 0
     keep: int = 2
     syncs: list[AdapterSync] = field(default_factory=list)
+    calls: int = 0
+    generate_s: float = 0.0  # time in generate since the engine was made
+    generated_tokens: int = 0
     _generator: LlamaCppTokenGenerator | None = None
 
     def sync(self, peft_model: Any) -> AdapterSync:
@@ -80,9 +83,16 @@ class LoraRolloutEngine:
         return done
 
     def generate(self, ids: list[int], max_new: int, temperature: float | None) -> list[int]:
+        """One sample; every call draws with its own seed (siblings of one prompt must differ)."""
         if self._generator is None:
             raise RuntimeError("LoraRolloutEngine.generate before the first sync(model)")
-        return self._generator.generate(ids, max_new, temperature)
+        self.calls += 1
+        seed = None if self.seed is None else self.seed + self.calls
+        t0 = time.perf_counter()
+        out = self._generator.generate(ids, max_new, temperature, seed=seed)
+        self.generate_s += time.perf_counter() - t0
+        self.generated_tokens += len(out)
+        return out
 
     def close(self) -> None:
         if self._generator is not None:
@@ -143,3 +153,28 @@ def logprob_gap(model: Any, ids: list[int], start: int, base_gguf: Path, lora_gg
     theirs = torch_token_logprobs(model, ids, start)
     diffs = [abs(a - b) for a, b in zip(ours, theirs, strict=True)]
     return LogprobGap(len(diffs), max(diffs, default=0.0), sum(diffs) / max(1, len(diffs)))
+
+
+def attach_llama_rollouts(trainer: Any, model_dir: Path, cache_dir: Path, *, n_ctx: int) -> LoraRolloutEngine:
+    """Make ``trainer`` (a ``SirasGRPOTrainer`` over a peft LoRA model) generate its rollouts through
+    llama.cpp: the base weights of ``model_dir`` exported to GGUF once (q8_0, as `ask --model` serves a
+    student), the adapter exported at every optimiser step."""
+    from training.common.export import export_gguf
+
+    peft_cfg = getattr(trainer.model, "peft_config", None)
+    if not peft_cfg:
+        raise ValueError("llama_cpp rollouts apply a LoRA adapter over the base GGUF: set [lora] enabled = true")
+    for cfg in peft_cfg.values():
+        if getattr(cfg, "modules_to_save", None):
+            raise ValueError(
+                "llama_cpp rollouts need a pure LoRA adapter: llama.cpp's LoRA converter cannot carry "
+                f"modules_to_save {sorted(cfg.modules_to_save)}; drop [lora] modules_to_save"
+            )
+    base_gguf = export_gguf(model_dir, cache_dir, outtype="q8_0")
+    tok = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
+    engine = LoraRolloutEngine(
+        base_gguf, model_dir, cache_dir, Path(trainer.args.output_dir) / "rollout_adapters", n_ctx=n_ctx,
+        eos_ids=tuple(trainer.eos_token_ids), seed=trainer.args.seed,
+    )  # fmt: skip
+    trainer.rollout_engine = engine
+    return engine
