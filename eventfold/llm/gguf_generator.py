@@ -35,7 +35,7 @@ class LlamaCppTokenGenerator:
 
     def __init__(
         self, path: Path, *, n_ctx: int = 8192, n_threads: int | None = None, seed: int | None = 0,
-        eos_ids: tuple[int, ...] = (),
+        eos_ids: tuple[int, ...] = (), lora_path: Path | None = None,
     ):  # fmt: skip
         try:
             from llama_cpp import Llama
@@ -45,18 +45,26 @@ class LlamaCppTokenGenerator:
 
         if not path.is_file():
             raise LLMError(f"student GGUF {path} does not exist (run `eventfold model export`)")
+        if lora_path is not None and not lora_path.is_file():
+            raise LLMError(f"LoRA adapter GGUF {lora_path} does not exist")
         threads = n_threads or auto_threads()
         started = time.perf_counter()
+        # a LoRA adapter (training.common.export.export_lora_gguf) is applied over the base weights, as
+        # the RL rollouts serve the policy being trained without merging and re-quantizing it each step
         self._llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
-                          seed=seed if seed is not None else 0xFFFFFFFF, verbose=False)  # fmt: skip
+                          seed=seed if seed is not None else 0xFFFFFFFF, verbose=False,
+                          lora_path=str(lora_path) if lora_path is not None else None)  # fmt: skip
         self.load_time_s = time.perf_counter() - started
         self.path = path
+        self.lora_path = lora_path
         self.n_ctx = n_ctx
         self.seed = seed
         self.eos_ids = set(eos_ids) | {self._llm.token_eos()}
         self.reused_tokens = 0  # prompt tokens taken from the cache instead of evaluated (all calls)
 
-    def generate(self, ids: list[int], max_new: int, temperature: float | None) -> list[int]:
+    def generate(self, ids: list[int], max_new: int, temperature: float | None, seed: int | None = None) -> list[int]:
+        """New ids after ``ids``; with a temperature the sampler is seeded with ``seed`` (default: the
+        generator's own), so a caller drawing several samples of one prompt passes one seed per sample."""
         if len(ids) + max_new > self.n_ctx:
             raise LLMError(f"prompt of {len(ids)} tokens + {max_new} new exceeds the context window {self.n_ctx}")
         before = self._llm.n_tokens
@@ -65,8 +73,8 @@ class LlamaCppTokenGenerator:
         while keep < min(len(cached), len(ids) - 1) and cached[keep] == ids[keep]:
             keep += 1
         self.reused_tokens += keep
-        if temperature and self.seed is not None:
-            self._llm.set_seed(self.seed)
+        if temperature and (seed is not None or self.seed is not None):
+            self._llm.set_seed(seed if seed is not None else self.seed)
         out: list[int] = []
         # llama-cpp-python's generate finds the common prefix with its cache itself (reset=True)
         for tok in self._llm.generate(ids, temp=float(temperature or 0.0), top_k=0 if temperature else 1,

@@ -15,7 +15,7 @@ import pytest
 from eventfold.llm.gguf_generator import exported_gguf
 from eventfold.llm.transformers_backend import HFChatModel
 from eventfold.llm.types import LLMError, Message, ToolSpec
-from training.common.export import ExportError, _extract_converter, export_gguf
+from training.common.export import ExportError, _extract_converter, export_gguf, export_lora_gguf
 
 SEARCH = ToolSpec(name="search", description="Search.", parameters={"type": "object", "properties": {
     "query": {"type": "string"}}, "required": ["query"]})
@@ -33,6 +33,8 @@ def test_only_the_converter_is_extracted_and_nothing_outside(tmp_path) -> None:
     sdist = tmp_path / "llama_cpp_python-9.9.9.tar.gz"
     _sdist(sdist, {
         "llama_cpp_python-9.9.9/vendor/llama.cpp/convert_hf_to_gguf.py": b"print('convert')",
+        "llama_cpp_python-9.9.9/vendor/llama.cpp/convert_lora_to_gguf.py": b"print('lora')",
+        "llama_cpp_python-9.9.9/vendor/llama.cpp/convert_hf_to_gguf_update.py": b"print('not needed')",
         "llama_cpp_python-9.9.9/vendor/llama.cpp/conversion/__init__.py": b"",
         "llama_cpp_python-9.9.9/vendor/llama.cpp/gguf-py/gguf/__init__.py": b"",
         "llama_cpp_python-9.9.9/vendor/llama.cpp/src/llama.cpp": b"int main(){}",
@@ -42,13 +44,19 @@ def test_only_the_converter_is_extracted_and_nothing_outside(tmp_path) -> None:
     dest = tmp_path / "tree"
     _extract_converter(sdist, dest)
     files = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
-    assert files == ["conversion/__init__.py", "convert_hf_to_gguf.py", "gguf-py/gguf/__init__.py"]
+    assert files == [
+        "conversion/__init__.py", "convert_hf_to_gguf.py", "convert_lora_to_gguf.py", "gguf-py/gguf/__init__.py"
+    ]
     assert not (tmp_path / "escape.py").exists()
 
     empty = tmp_path / "llama_cpp_python-0.0.1.tar.gz"
     _sdist(empty, {"llama_cpp_python-0.0.1/setup.py": b""})
     with pytest.raises(ExportError, match="convert_hf_to_gguf.py"):
         _extract_converter(empty, tmp_path / "tree2")
+    no_lora = tmp_path / "llama_cpp_python-0.0.2.tar.gz"  # an sdist without the LoRA converter is refused
+    _sdist(no_lora, {"llama_cpp_python-0.0.2/vendor/llama.cpp/convert_hf_to_gguf.py": b""})
+    with pytest.raises(ExportError, match="convert_lora_to_gguf.py"):
+        _extract_converter(no_lora, tmp_path / "tree3")
 
 
 def test_an_export_older_than_the_weights_is_not_served(tmp_path) -> None:
@@ -66,6 +74,8 @@ def test_an_export_older_than_the_weights_is_not_served(tmp_path) -> None:
 def test_export_refuses_a_folder_that_is_not_a_model(tmp_path) -> None:
     with pytest.raises(ExportError, match="config.json"):
         export_gguf(tmp_path, tmp_path / "cache")
+    with pytest.raises(ExportError, match="adapter_config.json"):
+        export_lora_gguf(tmp_path, tmp_path, tmp_path / "cache")
 
 
 class ScriptedGenerator:

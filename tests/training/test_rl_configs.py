@@ -37,7 +37,7 @@ def test_rollout_configs_map_onto_grpo_config(name: str) -> None:
     kw = load_rollout_settings(name).grpo_kwargs()
     fields = {f.name for f in dataclasses.fields(GRPOConfig)}
     assert set(kw) <= fields
-    assert kw["use_vllm"] == (name != "hf_generate")
+    assert kw["use_vllm"] == name.startswith("vllm")  # hf_generate and llama_cpp generate in-process
     if name == "vllm_server":
         assert kw["vllm_mode"] == "server" and kw["vllm_server_port"] == 8000
 

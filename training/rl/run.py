@@ -250,6 +250,14 @@ def build_rl_trainer(
     render_registry_schemas(trainer, specs)
     if cfg.grpo.call_opener:
         force_call_opener(trainer, tokenizer)
+    from training.rl.configs import load_rollout_settings
+
+    if load_rollout_settings(cfg.launch.rollout).mode == "llama_cpp":
+        from eventfold.settings import Settings
+        from training.rl.llama_rollout import attach_llama_rollouts
+
+        n_ctx = cfg.grpo.max_completion_length + 2048  # the prompt (system, tools, question) + every turn
+        attach_llama_rollouts(trainer, ensure_model(cfg.model), Settings().cache_dir, n_ctx=n_ctx)
     return trainer
 
 

@@ -66,6 +66,30 @@ class SirasGRPOTrainer(GRPOTrainer):
         self._siras_success: torch.Tensor | None = None
         self._siras_s_batch: float | None = None
         self.last_shaped_advantages: torch.Tensor | None = None  # this process's last (B, T) advantages
+        # rollouts through llama.cpp (training.rl.llama_rollout.attach_llama_rollouts); None: TRL's own
+        self.rollout_engine: Any = None
+        self._engine_step: int | None = None
+
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):  # type: ignore[override]
+        """One generation turn of every rollout. With a llama.cpp rollout engine: the adapter is exported
+        when the optimiser has stepped since the last export (as TRL syncs vLLM's weights), then each row
+        is sampled there at the run's temperature and per-turn cap; TRL's tool loop, masks and the loss
+        are unchanged (log-probs come from torch, as on the transformers path)."""
+        engine = self.rollout_engine
+        if engine is None:
+            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
+        mode = "train" if self.model.training else "eval"
+        if self._engine_step != self.state.global_step:
+            sync = engine.sync(self.accelerator.unwrap_model(self.model))
+            self._engine_step = self.state.global_step
+            for part in ("save_s", "convert_s", "load_s"):
+                self._metrics[mode][f"rollout/adapter_{part}"].append(getattr(sync, part))
+        before_s, before_tokens = engine.generate_s, engine.generated_tokens
+        cap = self.generation_config.max_new_tokens or self.max_completion_length
+        out = [engine.generate(list(map(int, ids)), cap, self.temperature) for ids in prompt_ids]
+        self._metrics[mode]["rollout/generate_s"].append(engine.generate_s - before_s)
+        self._metrics[mode]["rollout/generated_tokens"].append(float(engine.generated_tokens - before_tokens))
+        return out, None
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # type: ignore[override]
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
