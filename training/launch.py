@@ -237,6 +237,13 @@ def _check_rollout(cfg: RLRunConfig, world: int, problems: list[str], notes: lis
     except (OSError, ValueError) as exc:
         problems.append(f"launch.rollout: {exc}")
         return False
+    if rollout.mode == "llama_cpp":
+        if not cfg.lora.enabled or cfg.lora.modules_to_save:
+            problems.append("launch.rollout llama_cpp applies a LoRA adapter over the base GGUF: set [lora] "
+                            "enabled = true without modules_to_save")
+        if importlib.util.find_spec("llama_cpp") is None:
+            notes.append("llama-cpp-python is not installed here (the `local` extra)")
+        return False
     if rollout.mode == "none":
         return False
     if importlib.util.find_spec("vllm") is None:
