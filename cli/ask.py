@@ -17,8 +17,9 @@ import typer
 from rich.markdown import Markdown
 from rich.table import Table
 
-from cli.common import console, err_console, fail, load_settings, safe, setup_logging, store_failure
+from cli.common import console, err_console, fail, load_settings, plain, safe, setup_logging, store_failure
 from eventfold.settings import Settings
+from eventfold.text_safety import terminal_safe
 
 PACKAGED = ("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b")
 
@@ -63,7 +64,7 @@ def print_event(event: dict[str, Any]) -> None:
     if kind == "plan":
         console.print("[dim]plan:[/]")
         for i, sub in enumerate(event["sub_questions"], 1):
-            console.print(f"  {i}. {sub}", markup=False, highlight=False)  # model text: never markup
+            console.print(plain(f"  {i}. {sub}"), highlight=False)  # model text: never markup
     elif kind == "context":
         console.print(f"[dim]step {event['step']} · context {event['tokens']}/{event['budget']} tokens[/]")
     elif kind == "tool_call":
@@ -88,7 +89,7 @@ def print_event(event: dict[str, Any]) -> None:
     elif kind == "forced_answer":
         who = "reader over the evidence" if event.get("source") == "reader" else "model (unsupported)"
         console.print(f"  [yellow]stopped ({safe(event['reason'])}); answer by the {who}:[/]")
-        console.print(f"  {event['answer']}", markup=False, highlight=False)
+        console.print(plain(f"  {event['answer']}"), highlight=False)
 
 
 def footer(result: Any) -> Table:
@@ -225,7 +226,7 @@ def run_ask(
         except AgentInputError as exc:
             fail("cannot run:", exc, code=2)
     console.rule("report")
-    console.print(Markdown(result.report))
+    console.print(Markdown(terminal_safe(result.report)))
     console.rule()
     console.print(footer(result))
     console.print(f"[dim]report: {result.report_path} · trajectory: {result.trajectory_path}[/]")

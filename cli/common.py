@@ -1,28 +1,59 @@
 """Pieces every CLI command shares: loading settings, a console, a clean failure, safe printing.
 
 Every message that carries outside text (a document's text or path, a server's error) goes through
-`safe()`: console markup escaped, secrets masked."""
+`safe()` (inside markup) or `plain()` (a rich Text): control characters made visible, console markup
+escaped, secrets masked. Both consoles are `SafeConsole`s: whatever reaches the terminal through them
+passes `terminal_safe` once more, so a string that skipped `safe()` still cannot drive the terminal."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NoReturn
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
+from rich.text import Text
 
 from eventfold.settings import Settings, SettingsFileError, describe_error
-from eventfold.text_safety import console_escape, install_log_masking, mask_secrets
+from eventfold.text_safety import console_escape, install_log_masking, mask_secrets, terminal_safe
 
-console = Console()
-err_console = Console(stderr=True)
+
+class SafeConsole(Console):
+    """A rich Console whose text segments pass `terminal_safe` before they are written: rich's own
+    styling (escape sequences made from styles) and control segments (cursor moves of a progress bar)
+    are untouched; an ESC, CSI or OSC inside the text is shown, never acted on."""
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control or segment.text.isprintable() or not segment.text:
+                yield segment
+            else:
+                yield Segment(terminal_safe(segment.text), segment.style, segment.control)
+
+
+console = SafeConsole()
+err_console = SafeConsole(stderr=True)
 
 
 def safe(text: object) -> str:
-    """Outside text ready for a rich console: secrets masked, markup escaped (printed as written)."""
+    """Outside text for rich markup: secrets masked, control characters visible, markup escaped."""
     return console_escape(mask_secrets(text))
+
+
+def plain(text: object) -> Text:
+    """Outside text as a rich Text (never parsed as markup): secrets masked, control characters visible."""
+    return Text(terminal_safe(mask_secrets(text)))
+
+
+class TerminalSafeFormatter(logging.Formatter):
+    """Log lines on the console carry file names and server replies: their control characters are shown."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return terminal_safe(super().format(record))
 
 
 def fail(headline: str, detail: object = "", code: int = 1) -> NoReturn:
@@ -37,7 +68,7 @@ def setup_logging(level: int = logging.WARNING) -> None:
     root = logging.getLogger()
     if not root.handlers:
         handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(TerminalSafeFormatter("%(levelname)s %(name)s: %(message)s"))
         # the handler filters too: a library that sets its own logger to DEBUG (bm25s does) still
         # stays off the console below `level`
         handler.setLevel(level)

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from cli.common import console, err_console, load_settings, safe
+from cli.common import console, err_console, load_settings, plain, safe
 from cli.index_progress import index_progress_bar
 
 app = typer.Typer(no_args_is_help=True)
@@ -51,13 +51,15 @@ def _fail(message: str, code: int = 2) -> None:
 def _print_record(rec: dict[str, Any]) -> None:
     if rec.get("error"):
         console.print(
-            f"[red]✗[/] {rec.get('run', rec.get('writer', ''))} {rec.get('qid', rec.get('idx'))}: {rec['error']}"
+            f"[red]✗[/] {safe(rec.get('run', rec.get('writer', '')))} {safe(rec.get('qid', rec.get('idx')))}: "
+            f"{safe(rec['error'])}"
         )
         return
     metrics = rec.get("metrics") or rec.get("scores") or {}
     shown = " ".join(f"{k}={v:.2f}" for k, v in metrics.items() if isinstance(v, float))
     console.print(
-        f"[green]✓[/] {rec.get('run', rec.get('judge', rec.get('writer', '')))} {rec.get('qid', rec.get('idx'))} {shown}"
+        f"[green]✓[/] {safe(rec.get('run', rec.get('judge', rec.get('writer', ''))))} {safe(rec.get('qid', rec.get('idx')))} "
+        f"{shown}"
     )
 
 
@@ -160,7 +162,7 @@ def multihop_cmd(
         result = run_multihop(
             ds, system, out_dir, concurrency=concurrency, judge=answer_judge, on_record=_print_record
         )
-    console.print((out_dir / "table.md").read_text(encoding="utf-8"))
+    console.print(plain((out_dir / "table.md").read_text(encoding="utf-8")))
     console.print(f"summary: {safe(out_dir / 'summary.json')} ({len(result['runs'])} runs)")
 
 
@@ -275,7 +277,7 @@ def drb_cmd(
             judge_warning=warning,
         )
     if summary is not None:
-        console.print((out_dir / "table.md").read_text(encoding="utf-8"))
+        console.print(plain((out_dir / "table.md").read_text(encoding="utf-8")))
 
 
 def _drb_backend(settings: Any, cm: ExitStack, chat_model: Any, corpus: list[Path] | None, index: str | None,

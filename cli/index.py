@@ -16,9 +16,8 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
-from rich.text import Text
 
-from cli.common import console, err_console, fail, load_settings, safe, setup_logging, store_failure
+from cli.common import console, err_console, fail, load_settings, plain, safe, setup_logging, store_failure
 from cli.index_progress import index_progress_bar
 from eventfold.settings import Settings
 
@@ -108,7 +107,7 @@ def register(app: typer.Typer) -> None:
                 return
             with index_progress_bar(err_console) as progress:
                 summary = stack.indexer.index_paths(paths, progress=progress, prune=prune)
-        table = Table(title=Text(f"index '{settings.index}' ({settings.graph.backend} graph, {summary.extractor} extraction)"))
+        table = Table(title=plain(f"index '{settings.index}' ({settings.graph.backend} graph, {summary.extractor} extraction)"))
         table.add_column("what")
         table.add_column("count", justify="right")
         rows = [("documents seen", summary.docs_seen), ("indexed", summary.docs_indexed),
@@ -170,16 +169,16 @@ def register(app: typer.Typer) -> None:
             stack.retriever.cache.config = replace(stack.retriever.cache.config, memory_vectors=False, memory_graph=False)
             result = stack.retriever.retrieve(query, mode=mode, top_k=top_k)  # type: ignore[arg-type]
         if as_json:
-            console.print_json(json.dumps(result.model_dump()))
+            console.print_json(json.dumps(result.model_dump()), ensure_ascii=True)  # \u escapes: no raw C1
         else:
             llm_note = f"{result.llm_calls} LLM call(s)" + (f", {len(result.llm_errors)} failed" if result.llm_errors else "")
-            table = Table(title=Text(f"{mode}: {len(result.chunks)} chunks, {result.rounds} round(s), "
+            table = Table(title=plain(f"{mode}: {len(result.chunks)} chunks, {result.rounds} round(s), "
                                      f"{llm_note}, {result.elapsed_s * 1000:.0f} ms"))
             for col in ("#", "score", "document", "round", "path", "text"):
                 table.add_column(col, overflow="fold")
-            for i, c in enumerate(result.chunks, 1):  # document text and ids are data: Text, never markup
-                table.add_row(str(i), f"{c.score:.3f}", Text(c.doc_id), str(c.round), Text(" → ".join(c.path)[:160]),
-                              Text((c.title + ": " if c.title else "") + c.text[:200].replace("\n", " ")))
+            for i, c in enumerate(result.chunks, 1):  # document text and ids are data: plain Text, never markup
+                table.add_row(str(i), f"{c.score:.3f}", plain(c.doc_id), str(c.round), plain(" → ".join(c.path)[:160]),
+                              plain((c.title + ": " if c.title else "") + c.text[:200].replace("\n", " ")))
             console.print(table)
         if result.llm_errors:
             err_console.print(f"[yellow]warning:[/] {len(result.llm_errors)} LLM call(s) failed, "
