@@ -8,9 +8,10 @@ passes `terminal_safe` once more, so a string that skipped `safe()` still cannot
 from __future__ import annotations
 
 import logging
+import shlex
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 from pydantic import ValidationError
@@ -93,11 +94,50 @@ def load_settings(config: Path | None = None, **overrides: object) -> Settings:
 
 def store_failure(exc: Exception, settings: Settings) -> NoReturn:
     """A store that cannot be opened: a locked index gets advice, anything else its message."""
-    from eventrag.storage.errors import StoreLocked
+    from eventrag.storage.errors import StoreCorrupt, StoreLocked
 
+    if isinstance(exc, StoreCorrupt):
+        fail(f"index '{settings.index}' is damaged:",
+             f"{exc}. Move the file away (`mv {shlex.quote(exc.path)} {shlex.quote(exc.path + '.damaged')}`), then "
+             f"run `eventfold index PATH --index {settings.index}` with every folder of the index: it is rebuilt "
+             "from the files", code=1)
     if isinstance(exc, StoreLocked):
         fail(f"index '{settings.index}' is in use by another process",
              f"(an `eventfold index` or `ask` still running?): wait for it to finish, or use another --index. "
              f"Details: {exc}", code=1)
     fail("cannot open the stores:", exc, code=1)
 
+
+
+def model_overrides(model: str, backend: str) -> dict[str, object]:
+    """The `llm` settings `--model MODEL` stands for; an unknown name exits 2 listing the packaged models."""
+    from eventfold.models import ModelNotFoundError, llm_overrides_for
+
+    try:
+        return llm_overrides_for(model, backend)
+    except ModelNotFoundError as exc:
+        fail("unknown --model:", exc, code=2)
+
+
+def require_index(stack: Any, settings: Settings) -> None:
+    """Exit 1 unless the stack's index has documents and its vector store agrees with its graph (counts
+    per kind); an unfinished indexing run (documents pending) is a warning, not a failure."""
+    from eventrag.index.health import check_index
+    from eventrag.storage.errors import StorageError
+
+    try:
+        health = check_index(stack.graph, stack.vectors, stack.indexer.collections)
+    except StorageError as exc:  # a page of the graph file damaged past its header
+        store_failure(exc, settings)
+    name = settings.index
+    if health.empty:
+        fail(f"index '{name}' is empty:", f"run `eventfold index PATH --index {name}` first", code=1)
+    if health.ok:
+        return
+    problems = "; ".join(health.problems())
+    if health.pending:
+        err_console.print(f"[yellow]index '{safe(name)}': {health.pending} document(s) not finished indexing[/] "
+                          f"(an `eventfold index` running or interrupted; {safe(problems)}): results may be "
+                          "incomplete", soft_wrap=True)
+        return
+    fail(f"index '{name}' is damaged:", f"{problems}. Rebuild it with `{health.rebuild_command(name)}`", code=1)

@@ -50,5 +50,13 @@ class StoreUnavailable(StorageError):
     """The store cannot be reached (server down, wrong URI, authentication refused)."""
 
 
+class StoreCorrupt(StorageError):
+    """The store's file is damaged (not a database, a malformed page): nothing in it can be trusted."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
 class StoreClosed(StorageError):
     """The store was used after ``close()``."""

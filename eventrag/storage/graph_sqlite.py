@@ -25,7 +25,14 @@ from eventrag.storage.base import (
     check_edge_type,
     check_id,
 )
-from eventrag.storage.errors import InvalidInput, MissingNode, StorageError, StoreClosed, StoreLocked
+from eventrag.storage.errors import (
+    InvalidInput,
+    MissingNode,
+    StorageError,
+    StoreClosed,
+    StoreCorrupt,
+    StoreLocked,
+)
 from eventrag.storage.graph_front import ExpandingStore, Walk
 from eventrag.storage.graph_sqlite_walk import walk
 
@@ -96,6 +103,9 @@ def _qs(n: int) -> str:
     return ",".join("?" * n)
 
 
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26  # primary result codes of a damaged file
+
+
 class SqliteGraphStore(ExpandingStore):
     """``GraphStore`` on a SQLite file; thread-safe (one connection behind a lock)."""
 
@@ -115,6 +125,13 @@ class SqliteGraphStore(ExpandingStore):
         con.create_function("ef_merge", 2, codec.merge_props_json, deterministic=True)
         con.create_function("ef_fold", 1, checks.fold_name, deterministic=True)
         self._con: sqlite3.Connection | None = con
+        try:
+            self._open_schema()
+        except StorageError:
+            self.close()  # a damaged or foreign file: no connection left behind
+            raise
+
+    def _open_schema(self) -> None:
         with self._sql("open") as c:
             c.execute("PRAGMA journal_mode=WAL")
             c.execute("PRAGMA synchronous=NORMAL")
@@ -145,6 +162,8 @@ class SqliteGraphStore(ExpandingStore):
                     ) from exc
                 raise StorageError(f"{what} failed on {self.path}: {exc}") from exc
             except sqlite3.Error as exc:
+                if getattr(exc, "sqlite_errorcode", 0) & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+                    raise StoreCorrupt(f"{what}: graph store {self.path} is damaged ({exc})", str(self.path)) from exc
                 raise StorageError(f"{what} failed on {self.path}: {exc}") from exc
 
     @contextmanager
