@@ -7,11 +7,12 @@ passes `terminal_safe` once more, so a string that skipped `safe()` still cannot
 
 from __future__ import annotations
 
+import functools
 import logging
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -35,6 +36,9 @@ class SafeConsole(Console):
             else:
                 yield Segment(terminal_safe(segment.text), segment.style, segment.control)
 
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 console = SafeConsole()
 err_console = SafeConsole(stderr=True)
@@ -107,6 +111,27 @@ def store_failure(exc: Exception, settings: Settings) -> NoReturn:
              f"Details: {exc}", code=1)
     fail("cannot open the stores:", exc, code=1)
 
+
+
+def needs_extras(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Decorate a command: a module of an optional extra that is missing exits 2 naming the extra and
+    the install command (``pip install 'eventfold[train]'``), not a traceback. Other errors pass."""
+    from eventfold.extras import missing_extra
+
+    def decorate(command: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(command)
+        def run(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return command(*args, **kwargs)
+            except ImportError as exc:
+                missing = missing_extra(exc, what)
+                if missing is None:
+                    raise
+                fail("missing extra:", missing, code=2)
+
+        return run
+
+    return decorate
 
 
 def model_overrides(model: str, backend: str) -> dict[str, object]:

@@ -25,6 +25,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from eventfold.extras import MissingExtra
 from eventfold.llm.actions import action_schema, parse_action, render_action
 from eventfold.llm.json_repair import JSONRepairError, parse_json_object
 from eventfold.llm.prompts import TOOL_RESULT, schema_instruction, tools_instruction
@@ -58,7 +59,7 @@ class LlamaCppChatModel:
         try:
             from llama_cpp import Llama
         except ImportError as exc:
-            raise LLMError("the local backend needs llama-cpp-python: pip install 'eventfold[local]'") from exc
+            raise LLMError(str(MissingExtra("llama_cpp", "local", "the local backend"))) from exc
         self.name = name or path.stem
         self.model_path = path
         self.temperature = temperature
