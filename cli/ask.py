@@ -225,10 +225,14 @@ def run_ask(
                 result = resume_run(resume, deps, options, settings.runs_dir, on_event=print_event)
             else:
                 result = run_agent(question, deps, options, runs_dir=settings.runs_dir, on_event=print_event)
-        except AgentInputError as exc:
-            fail("cannot run:", exc, code=2)
-        except LLMUnavailable as exc:
-            fail("the model did not answer, no report:", exc, code=2)
+        except (AgentInputError, LLMUnavailable) as exc:
+            fail("cannot run:" if isinstance(exc, AgentInputError) else "the model did not answer, no report:", exc, code=2)
+    print_result(result)
+    return result
+
+
+def print_result(result: Any) -> None:
+    """The report, the footer and where the run was saved; exit 1 when the model failed mid-run."""
     console.rule("report")
     console.print(Markdown(terminal_safe(result.report)))
     console.rule()
@@ -237,4 +241,3 @@ def run_ask(
     if result.llm_error:
         fail("the model failed during the run; the report above holds only the evidence found before:",
              result.llm_error, code=1)
-    return result

@@ -25,14 +25,7 @@ from eventrag.storage.base import (
     check_edge_type,
     check_id,
 )
-from eventrag.storage.errors import (
-    InvalidInput,
-    MissingNode,
-    StorageError,
-    StoreClosed,
-    StoreCorrupt,
-    StoreLocked,
-)
+from eventrag.storage.errors import InvalidInput, MissingNode, StorageError, StoreClosed, sqlite_failure
 from eventrag.storage.graph_front import ExpandingStore, Walk
 from eventrag.storage.graph_sqlite_walk import walk
 
@@ -103,9 +96,6 @@ def _qs(n: int) -> str:
     return ",".join("?" * n)
 
 
-_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26  # primary result codes of a damaged file
-
-
 class SqliteGraphStore(ExpandingStore):
     """``GraphStore`` on a SQLite file; thread-safe (one connection behind a lock)."""
 
@@ -117,9 +107,7 @@ class SqliteGraphStore(ExpandingStore):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         try:
-            con = sqlite3.connect(
-                self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-            )
+            con = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open graph store {self.path}: {exc}") from exc
         con.create_function("ef_merge", 2, codec.merge_props_json, deterministic=True)
@@ -155,16 +143,8 @@ class SqliteGraphStore(ExpandingStore):
                 raise StoreClosed(f"graph store {self.path} is closed")
             try:
                 yield self._con
-            except sqlite3.OperationalError as exc:
-                if "locked" in str(exc) or "busy" in str(exc):
-                    raise StoreLocked(
-                        f"{what}: graph store {self.path} is locked by another writer ({exc}); retry later"
-                    ) from exc
-                raise StorageError(f"{what} failed on {self.path}: {exc}") from exc
             except sqlite3.Error as exc:
-                if getattr(exc, "sqlite_errorcode", 0) & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
-                    raise StoreCorrupt(f"{what}: graph store {self.path} is damaged ({exc})", str(self.path)) from exc
-                raise StorageError(f"{what} failed on {self.path}: {exc}") from exc
+                raise sqlite_failure(exc, what, self.path) from exc
 
     @contextmanager
     def _tx(self, what: str) -> Iterator[sqlite3.Connection]:
