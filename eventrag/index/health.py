@@ -32,9 +32,9 @@ class IndexHealth(BaseModel):
     """Counts per kind in the graph and in the vector store, and the index's recorded documents."""
 
     documents: int
-    pending: int  # documents whose indexing has not finished (running now, or interrupted)
+    pending: int  # documents whose indexing has not finished (running now, or interrupted); 0 when ok
     counts: list[KindCount]
-    sources: list[str] = []  # corpus roots (or file paths) of the recorded documents
+    sources: list[str] = []  # corpus roots (or file paths) of the recorded documents; [] when ok
 
     @property
     def ok(self) -> bool:
@@ -57,15 +57,19 @@ class IndexHealth(BaseModel):
 
 
 def check_index(graph: GraphStore, vectors: VectorStore, collections: dict[str, str]) -> IndexHealth:
-    """Count every kind in both stores (a missing collection counts 0 vectors)."""
+    """Count every kind in both stores (a missing collection counts 0 vectors); when they disagree, the
+    recorded sources and the documents still pending too."""
     stats = graph.stats()
     counts = [KindCount(kind=kind, graph=stats.nodes_by_label.get(label, 0),
                         vectors=vectors.count(collections[kind]) if vectors.has_collection(collections[kind]) else 0)
               for kind, label in LABELS.items()]
+    health = IndexHealth(documents=stats.nodes_by_label.get("Document", 0), pending=0, counts=counts)
+    if health.ok:  # the document records are read only to explain a disagreement (cheap on every query)
+        return health
     docs = [n for n in graph.find_nodes("Document", limit=100_000_000) if n.label == "Document"]
-    sources = sorted({str(n.props.get("corpus_root") or n.props.get("source") or "") for n in docs} - {""})
-    pending = sum(n.props.get("status") == "pending" for n in docs)
-    return IndexHealth(documents=len(docs), pending=pending, counts=counts, sources=sources)
+    health.sources = sorted({str(n.props.get("corpus_root") or n.props.get("source") or "") for n in docs} - {""})
+    health.pending = sum(n.props.get("status") == "pending" for n in docs)
+    return health
 
 
 def uncovered_sources(health: IndexHealth, paths: Sequence[str | Path]) -> list[str]:

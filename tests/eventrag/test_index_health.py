@@ -5,6 +5,7 @@ to be damaged by `retrieve` and `ask` (exit 1, with the command that rebuilds it
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -96,3 +97,28 @@ def test_a_damaged_graph_file_gets_advice_not_a_traceback(env: Path, tmp_path: P
     res = runner.invoke(app, ["index", str(corpus), "--extract", "rules", "--index", "g"])
     assert res.exit_code == 0 and "rebuilding it" in out(res), res.output
     assert all(g == v == 1 for kind, (g, v) in _counts(env, "g").items() if kind == "chunks")
+
+
+def test_an_interrupted_run_is_resumed_not_rebuilt(env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Documents left pending by a crash (their chunks written, the run cut before `done`) are the
+    indexer's to resume: `index` does not call that a damaged index, and the counts agree after it."""
+    from eventfold.settings import Settings
+    from eventrag.index.indexer import Indexer
+    from eventrag.stack import open_stack
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(TINY, corpus)
+
+    def crash(self: Indexer, new_events: list[str]) -> int:
+        raise KeyboardInterrupt  # after the graph and the chunk vectors of the batch, before `done`
+
+    with open_stack(Settings(home=env, index="r"), extract="rules") as stack, monkeypatch.context() as m:
+        m.setattr(Indexer, "_refresh_inferred", crash)
+        with pytest.raises(KeyboardInterrupt):
+            stack.indexer.index_paths([corpus])
+    res = CliRunner().invoke(app, ["index", str(corpus), "--extract", "rules", "--index", "r"])
+    assert res.exit_code == 0, res.output
+    resumed = re.search(r"resumed after a crash\s*│\s*(\d+)", res.output)
+    assert "damaged" not in res.output and resumed and int(resumed.group(1)) > 0, res.output
+    counts = _counts(env, "r")
+    assert all(g == v and g > 0 for g, v in counts.values()), counts
