@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from agent.briefing import numbered_questions
 from agent.graph import AgentDeps, AgentGraph, build_graph
 from agent.outline import requirements
 from agent.state import RunState
+from eventfold.llm.types import ChatResponse, LLMConnectionError, LLMError, LLMUnavailable
 from eventfold.run_options import AgentInputError, RunOptions
 
 EventSink = Callable[[dict[str, Any]], None]
@@ -37,6 +39,41 @@ class RunResult(BaseModel):
     wall_s: float
     model: str
     options: RunOptions
+    # the model's failure that stopped the run after it had answered earlier calls: the report was
+    # written from the evidence gathered before (the run did not finish as asked)
+    llm_error: str | None = None
+
+
+class WatchedModel:
+    """The run's chat model, watched: a server that cannot be reached or refuses the caller before any
+    call has answered raises `LLMUnavailable` (the agent would otherwise absorb it and write a report
+    without a model); other failures pass on as `LLMError` for the agent's fallbacks and are remembered
+    (`errors`)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.answered = 0
+        self.errors: list[LLMError] = []
+
+    def chat(self, messages: Any, **kwargs: Any) -> ChatResponse:
+        try:
+            response = self.inner.chat(messages, **kwargs)
+        except LLMError as exc:
+            if isinstance(exc, LLMConnectionError) and not self.answered:
+                raise LLMUnavailable(str(exc)) from exc
+            self.errors.append(exc)
+            raise
+        self.answered += 1
+        return response
+
+    def stopped_the_run(self, run: RunState) -> str | None:
+        """The failure a forced stop names as its reason (the agent's step call failed for good), if any."""
+        if run.status != "forced" or not run.stop_reason:
+            return None
+        return next((str(e) for e in self.errors if str(e) and str(e) in run.stop_reason), None)
+
+    def __getattr__(self, name: str) -> Any:  # name, count_tokens, ...: the model's own
+        return getattr(self.inner, name)
 
 
 def new_run_id() -> str:
@@ -110,19 +147,21 @@ def run_agent(
     """Answer `question`; saves report + trajectory under runs_dir/<run_id>/ when runs_dir is given."""
     q = validate_question(question, long=options.report_mode == "long")
     run = RunState(run_id=run_id or new_run_id(), question=q)
+    deps, watch = _watched(deps)
     g = AgentGraph(deps, options)
     options.check_budget(g.count(run))
     start = time.perf_counter()
     with open_checkpointer(runs_dir) as saver:
         graph = build_graph(deps, options, checkpointer=saver, nodes=g)
         final = _drive(graph, run.to_graph(), _config(run.run_id, options), on_event)
-    return _finish(final, deps, options, runs_dir, time.perf_counter() - start)
+    return _finish(final, deps, options, runs_dir, time.perf_counter() - start, watch)
 
 
 def resume_run(
     run_id: str, deps: AgentDeps, options: RunOptions, runs_dir: Path, on_event: EventSink | None = None
 ) -> RunResult:
     """Continue an interrupted run from its last checkpoint (same deps and options)."""
+    deps, watch = _watched(deps)
     start = time.perf_counter()
     with open_checkpointer(runs_dir) as saver:
         graph = build_graph(deps, options, checkpointer=saver)
@@ -131,15 +170,23 @@ def resume_run(
         if not snapshot.values:
             raise AgentInputError(f"no checkpoint for run {run_id!r} in {runs_dir}")
         final = _drive(graph, None, config, on_event) if snapshot.next else dict(snapshot.values)
-    return _finish(final, deps, options, runs_dir, time.perf_counter() - start)
+    return _finish(final, deps, options, runs_dir, time.perf_counter() - start, watch)
+
+
+def _watched(deps: AgentDeps) -> tuple[AgentDeps, WatchedModel]:
+    watch = WatchedModel(deps.model)
+    return replace(deps, model=watch), watch  # type: ignore[arg-type]
 
 
 def _finish(
-    final: dict[str, Any], deps: AgentDeps, options: RunOptions, runs_dir: Path | None, wall_s: float
+    final: dict[str, Any], deps: AgentDeps, options: RunOptions, runs_dir: Path | None, wall_s: float,
+    watch: WatchedModel | None = None,
 ) -> RunResult:
     run = RunState.from_graph(final)
     report = run.report or ""
     result = RunResult(run=run, report=report, wall_s=wall_s, model=deps.model.name, options=options)
+    if watch is not None:
+        result.llm_error = watch.stopped_the_run(run)
     if runs_dir is not None:
         meta = {
             "model": deps.model.name,

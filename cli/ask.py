@@ -17,10 +17,20 @@ import typer
 from rich.markdown import Markdown
 from rich.table import Table
 
-from cli.common import console, err_console, fail, load_settings, safe, setup_logging, store_failure
+from cli.common import (
+    console,
+    err_console,
+    fail,
+    load_settings,
+    model_overrides,
+    plain,
+    require_index,
+    safe,
+    setup_logging,
+    store_failure,
+)
 from eventfold.settings import Settings
-
-PACKAGED = ("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b")
+from eventfold.text_safety import terminal_safe
 
 
 def index_name_for(corpus: Path) -> str:
@@ -46,15 +56,7 @@ def resolve_settings(
     if max_steps is not None:
         data["run"]["max_steps"] = max_steps
     if model:
-        if model.endswith(".gguf"):
-            data["llm"]["model_path"] = Path(model).expanduser()
-        elif model in PACKAGED:
-            data["llm"]["packaged_model"] = model
-        elif (Path(model).expanduser() / "config.json").is_file():  # a trained student (HF directory)
-            data["llm"]["backend"] = "transformers"
-            data["llm"]["hf_model_dir"] = Path(model).expanduser()
-        else:
-            data["llm"]["model"] = model  # a model name on the OpenAI-compatible server
+        data["llm"].update(model_overrides(model, base.llm.backend))
     return load_settings(None, **data)
 
 
@@ -63,7 +65,7 @@ def print_event(event: dict[str, Any]) -> None:
     if kind == "plan":
         console.print("[dim]plan:[/]")
         for i, sub in enumerate(event["sub_questions"], 1):
-            console.print(f"  {i}. {sub}", markup=False, highlight=False)  # model text: never markup
+            console.print(plain(f"  {i}. {sub}"), highlight=False)  # model text: never markup
     elif kind == "context":
         console.print(f"[dim]step {event['step']} · context {event['tokens']}/{event['budget']} tokens[/]")
     elif kind == "tool_call":
@@ -88,7 +90,7 @@ def print_event(event: dict[str, Any]) -> None:
     elif kind == "forced_answer":
         who = "reader over the evidence" if event.get("source") == "reader" else "model (unsupported)"
         console.print(f"  [yellow]stopped ({safe(event['reason'])}); answer by the {who}:[/]")
-        console.print(f"  {event['answer']}", markup=False, highlight=False)
+        console.print(plain(f"  {event['answer']}"), highlight=False)
 
 
 def footer(result: Any) -> Table:
@@ -184,7 +186,7 @@ def run_ask(
     from agent.runner import resume_run, run_agent, validate_question
     from agent.search_backend import ModeBackend
     from eventfold.llm.factory import make_chat_model
-    from eventfold.llm.types import LLMError
+    from eventfold.llm.types import LLMError, LLMUnavailable
     from eventfold.models import ModelNotFoundError
     from eventfold.run_options import AgentInputError, RunOptions
     from eventrag.stack import open_stack
@@ -216,17 +218,26 @@ def run_ask(
             console.print(f"[dim]indexed {safe(corpus)} in {time.perf_counter() - t0:.1f} s: {safe(summary.brief())}[/]")
             for skipped in summary.skipped:
                 err_console.print(f"[yellow]skipped[/] {safe(skipped.reason)}", soft_wrap=True)
+        require_index(stack, settings)  # an empty or damaged index: said, exit 1 (no report without evidence)
         deps = AgentDeps(model=chat, backend=ModeBackend(stack.retriever, mode))  # type: ignore[arg-type]
         try:
             if resume:
                 result = resume_run(resume, deps, options, settings.runs_dir, on_event=print_event)
             else:
                 result = run_agent(question, deps, options, runs_dir=settings.runs_dir, on_event=print_event)
-        except AgentInputError as exc:
-            fail("cannot run:", exc, code=2)
+        except (AgentInputError, LLMUnavailable) as exc:
+            fail("cannot run:" if isinstance(exc, AgentInputError) else "the model did not answer, no report:", exc, code=2)
+    print_result(result)
+    return result
+
+
+def print_result(result: Any) -> None:
+    """The report, the footer and where the run was saved; exit 1 when the model failed mid-run."""
     console.rule("report")
-    console.print(Markdown(result.report))
+    console.print(Markdown(terminal_safe(result.report)))
     console.rule()
     console.print(footer(result))
     console.print(f"[dim]report: {result.report_path} · trajectory: {result.trajectory_path}[/]")
-    return result
+    if result.llm_error:
+        fail("the model failed during the run; the report above holds only the evidence found before:",
+             result.llm_error, code=1)

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.common import console, err_console, load_settings, safe
+from cli.common import console, err_console, load_settings, plain, safe
 from cli.index_progress import index_progress_bar
 
 app = typer.Typer(no_args_is_help=True)
@@ -51,13 +51,15 @@ def _fail(message: str, code: int = 2) -> None:
 def _print_record(rec: dict[str, Any]) -> None:
     if rec.get("error"):
         console.print(
-            f"[red]✗[/] {rec.get('run', rec.get('writer', ''))} {rec.get('qid', rec.get('idx'))}: {rec['error']}"
+            f"[red]✗[/] {safe(rec.get('run', rec.get('writer', '')))} {safe(rec.get('qid', rec.get('idx')))}: "
+            f"{safe(rec['error'])}"
         )
         return
     metrics = rec.get("metrics") or rec.get("scores") or {}
     shown = " ".join(f"{k}={v:.2f}" for k, v in metrics.items() if isinstance(v, float))
     console.print(
-        f"[green]✓[/] {rec.get('run', rec.get('judge', rec.get('writer', '')))} {rec.get('qid', rec.get('idx'))} {shown}"
+        f"[green]✓[/] {safe(rec.get('run', rec.get('judge', rec.get('writer', ''))))} {safe(rec.get('qid', rec.get('idx')))} "
+        f"{shown}"
     )
 
 
@@ -204,7 +206,7 @@ def _run_multihop(run: MultihopRun) -> None:
         result = run_multihop(
             ds, system, out_dir, concurrency=run.concurrency, judge=answer_judge, on_record=_print_record
         )
-    console.print((out_dir / "table.md").read_text(encoding="utf-8"))
+    console.print(plain((out_dir / "table.md").read_text(encoding="utf-8")))
     console.print(f"summary: {safe(out_dir / 'summary.json')} ({len(result['runs'])} runs)")
 
 
@@ -353,7 +355,7 @@ def _run_drb(settings: Any, selected: list, out_dir: Path, reports: Path | None,
             judge_warning=warning,
         )
     if summary is not None:
-        console.print((out_dir / "table.md").read_text(encoding="utf-8"))
+        console.print(plain((out_dir / "table.md").read_text(encoding="utf-8")))
 
 
 def _rubric_judge(settings: Any, judging: RubricJudging, chat_model: Any) -> tuple[Any, str | None]:

@@ -16,9 +16,18 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
-from rich.text import Text
 
-from cli.common import console, err_console, fail, load_settings, safe, setup_logging, store_failure
+from cli.common import (
+    console,
+    err_console,
+    fail,
+    load_settings,
+    plain,
+    require_index,
+    safe,
+    setup_logging,
+    store_failure,
+)
 from cli.index_progress import index_progress_bar
 from eventfold.settings import Settings
 
@@ -71,6 +80,45 @@ def _open(settings: Settings, extract: str, with_llm: bool):  # type: ignore[no-
         store_failure(exc, settings)
 
 
+def _index_and_heal(stack, settings: Settings, paths: list[Path], prune: bool):  # type: ignore[no-untyped-def]
+    """Index `paths` into an index whose vectors agree with its graph (counts per kind). A damaged index
+    (a store deleted or corrupted under the other) is rebuilt from `paths`; documents left pending by an
+    interrupted run are first resumed by the indexer itself (that alone restores agreement)."""
+    from eventrag.index.health import check_index
+
+    def run():  # type: ignore[no-untyped-def]
+        with index_progress_bar(err_console) as progress:
+            return stack.indexer.index_paths(paths, progress=progress, prune=prune)
+
+    health = check_index(stack.graph, stack.vectors, stack.indexer.collections)
+    rebuilt = not health.ok and not health.pending
+    if rebuilt:
+        _reset_damaged(stack, settings, paths, health)
+    summary = run()
+    health = check_index(stack.graph, stack.vectors, stack.indexer.collections)
+    if not health.ok and not rebuilt:
+        _reset_damaged(stack, settings, paths, health)
+        summary = run()
+        health = check_index(stack.graph, stack.vectors, stack.indexer.collections)
+    if not health.ok:
+        fail(f"index '{settings.index}' still disagrees with its vectors after a rebuild:", "; ".join(health.problems()))
+    return summary
+
+
+def _reset_damaged(stack, settings: Settings, paths: list[Path], health) -> None:  # type: ignore[no-untyped-def]
+    """Empty both stores of a damaged index for a rebuild from `paths`; when `paths` miss some indexed
+    folder (its documents would be lost) exit 1 with the command that covers them all."""
+    from eventrag.index.health import reset_index, uncovered_sources
+
+    problems = "; ".join(health.problems())
+    if uncovered_sources(health, paths):
+        fail(f"index '{settings.index}' is damaged ({problems}):",
+             f"rebuild it from every indexed folder: `{health.rebuild_command(settings.index, paths)}`", code=1)
+    err_console.print(f"[yellow]index '{safe(settings.index)}' is damaged[/] ({safe(problems)}): rebuilding it from "
+                      f"{safe(', '.join(str(p) for p in paths))}", soft_wrap=True)
+    reset_index(stack.graph, stack.vectors, stack.indexer.collections, stack.embedder.dim)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("index")
     def index_cmd(
@@ -106,9 +154,8 @@ def register(app: typer.Typer) -> None:
                 console.print(f"{'deleted' if ok else '[yellow]not indexed:[/]'} {safe(doc_id)}")
             if not paths:
                 return
-            with index_progress_bar(err_console) as progress:
-                summary = stack.indexer.index_paths(paths, progress=progress, prune=prune)
-        table = Table(title=Text(f"index '{settings.index}' ({settings.graph.backend} graph, {summary.extractor} extraction)"))
+            summary = _index_and_heal(stack, settings, paths, prune)
+        table = Table(title=plain(f"index '{settings.index}' ({settings.graph.backend} graph, {summary.extractor} extraction)"))
         table.add_column("what")
         table.add_column("count", justify="right")
         rows = [("documents seen", summary.docs_seen), ("indexed", summary.docs_indexed),
@@ -163,23 +210,21 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         settings = _settings(config, index, graph)
         with _open(settings, "rules", with_llm=llm) as stack:
-            if stack.graph.count()[0] == 0:
-                err_console.print(f"[yellow]index '{safe(settings.index)}' is empty: run `eventfold index PATH` first[/]")
-                raise typer.Exit(1)
+            require_index(stack, settings)  # empty or damaged: said, exit 1
             # one query: searching the stores once is cheaper than loading the matrices and event graph
             stack.retriever.cache.config = replace(stack.retriever.cache.config, memory_vectors=False, memory_graph=False)
             result = stack.retriever.retrieve(query, mode=mode, top_k=top_k)  # type: ignore[arg-type]
         if as_json:
-            console.print_json(json.dumps(result.model_dump()))
+            console.print_json(json.dumps(result.model_dump()), ensure_ascii=True)  # \u escapes: no raw C1
         else:
             llm_note = f"{result.llm_calls} LLM call(s)" + (f", {len(result.llm_errors)} failed" if result.llm_errors else "")
-            table = Table(title=Text(f"{mode}: {len(result.chunks)} chunks, {result.rounds} round(s), "
+            table = Table(title=plain(f"{mode}: {len(result.chunks)} chunks, {result.rounds} round(s), "
                                      f"{llm_note}, {result.elapsed_s * 1000:.0f} ms"))
             for col in ("#", "score", "document", "round", "path", "text"):
                 table.add_column(col, overflow="fold")
-            for i, c in enumerate(result.chunks, 1):  # document text and ids are data: Text, never markup
-                table.add_row(str(i), f"{c.score:.3f}", Text(c.doc_id), str(c.round), Text(" → ".join(c.path)[:160]),
-                              Text((c.title + ": " if c.title else "") + c.text[:200].replace("\n", " ")))
+            for i, c in enumerate(result.chunks, 1):  # document text and ids are data: plain Text, never markup
+                table.add_row(str(i), f"{c.score:.3f}", plain(c.doc_id), str(c.round), plain(" → ".join(c.path)[:160]),
+                              plain((c.title + ": " if c.title else "") + c.text[:200].replace("\n", " ")))
             console.print(table)
         if result.llm_errors:
             err_console.print(f"[yellow]warning:[/] {len(result.llm_errors)} LLM call(s) failed, "

@@ -11,8 +11,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from eventfold.text_safety import console_escape, terminal_safe
 
 if TYPE_CHECKING:  # the CLI starts without importing the indexer
     from eventrag.index.indexer import IndexProgress
@@ -37,18 +38,18 @@ def index_progress_bar(console: Console, label: str = "indexing",
         def log(p: IndexProgress) -> None:
             if p.elapsed_s - last[0] >= log_every_s or p.docs_done >= p.docs_total:
                 last[0] = p.elapsed_s
-                console.print(f"{label}: {p.docs_done:,}/{p.docs_total:,} docs · {describe(p)}", markup=False,
+                console.print(f"{terminal_safe(label)}: {p.docs_done:,}/{p.docs_total:,} docs · {describe(p)}", markup=False,
                               highlight=False)
 
         yield log
         return
-    with Progress(TextColumn(f"[bold]{escape(label)}"), BarColumn(), MofNCompleteColumn(), TextColumn("docs"),
+    with Progress(TextColumn(f"[bold]{console_escape(label)}"), BarColumn(), MofNCompleteColumn(), TextColumn("docs"),
                   TimeElapsedColumn(), TextColumn("{task.description}"), console=console, transient=True) as bar:
         task = bar.add_task("", total=None)
 
         def update(p: IndexProgress) -> None:
             name = p.current[-40:]
             bar.update(task, completed=p.docs_done, total=p.docs_total,
-                       description=f"{describe(p)}  [dim]{escape(name)}[/]")
+                       description=f"{describe(p)}  [dim]{console_escape(name)}[/]")
 
         yield update

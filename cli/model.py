@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from cli.common import console, err_console, load_settings, safe
+from cli.common import console, err_console, load_settings, needs_extras, safe
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -101,6 +101,7 @@ def remove_cmd(name: Annotated[str, typer.Argument(help="Packaged model name.")]
 
 
 @app.command("export")
+@needs_extras("eventfold model export")
 def export_cmd(
     model_dir: Annotated[Path, typer.Argument(help="A trained student: the `final` folder of `eventfold train sft|rl`.")],
     outtype: Annotated[str, typer.Option("--outtype", help="q8_0 (as the packaged models), f16, bf16 or f32.")] = "q8_0",

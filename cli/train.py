@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.common import console, err_console, fail, safe
+from cli.common import console, err_console, fail, needs_extras, safe
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -50,6 +50,7 @@ def _report_check(check: Any) -> None:
 
 
 @app.command("sft-data")
+@needs_extras("eventfold train sft-data")
 def sft_data_cmd(config: ConfigOpt) -> None:
     """Run the teacher agent on the training questions; keep correct trajectories with valid folds."""
     from training.launch import build_sft_data
@@ -68,6 +69,7 @@ def sft_data_cmd(config: ConfigOpt) -> None:
 
 
 @app.command("sft")
+@needs_extras("eventfold train sft")
 def sft_cmd(config: ConfigOpt, dry_run: DryOpt = False) -> None:
     """Supervised fine-tuning on the chat-with-tools dataset (assistant-only loss, optional LoRA)."""
     from training.launch import check_sft, train_sft
@@ -85,6 +87,7 @@ def sft_cmd(config: ConfigOpt, dry_run: DryOpt = False) -> None:
 
 
 @app.command("rl")
+@needs_extras("eventfold train rl")
 def rl_cmd(config: ConfigOpt, dry_run: DryOpt = False) -> None:
     """GRPO with SIRAS advantages in the multi-turn research environment."""
     from training.launch import check_rl_launch, train_rl

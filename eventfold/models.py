@@ -116,6 +116,28 @@ def local_model_path(settings: Settings) -> Path:
     return path
 
 
+def llm_overrides_for(model: str, backend: str) -> dict[str, object]:
+    """The `llm` settings a model given by name on the command line stands for: a ``.gguf`` file, a
+    packaged model, a trained model directory (``config.json``: the transformers backend) or, on the
+    openai backend only, a model of the server. Anything else is a `ModelNotFoundError` that lists the
+    packaged names (the local backend would otherwise load its default model in silence)."""
+    path = Path(model).expanduser()
+    if model.endswith(".gguf"):
+        return {"model_path": path}
+    if model in PACKAGED_MODELS:
+        return {"packaged_model": model}
+    if (path / "config.json").is_file():
+        return {"backend": "transformers", "hf_model_dir": path}
+    if backend == "openai":
+        return {"model": model}
+    hint = f"{path} has no config.json, so it is not a trained model directory; " if path.is_dir() else ""
+    raise ModelNotFoundError(
+        f"unknown model {model!r} for the {backend} backend: {hint}give a packaged model "
+        f"({', '.join(PACKAGED_MODELS)}), a .gguf file or a trained model directory; a model served by an "
+        "OpenAI-compatible server needs EVENTFOLD_LLM__BACKEND=openai and EVENTFOLD_LLM__BASE_URL"
+    )
+
+
 Progress = Callable[[str], None]
 
 
@@ -252,6 +274,6 @@ def remove(models_dir: Path, name: str) -> bool:
 
 
 __all__ = [
-    "PACKAGED_MODELS", "ModelFetchError", "ModelNotFoundError", "PackagedModel", "get_model",
+    "PACKAGED_MODELS", "ModelFetchError", "ModelNotFoundError", "PackagedModel", "get_model", "llm_overrides_for",
     "is_installed", "local_model_path", "model_file", "pull", "remove", "sha256_file",
 ]

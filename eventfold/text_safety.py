@@ -1,9 +1,13 @@
 """Text that came from outside (documents, file names, servers, users) made safe for where it goes.
 
-Every layer uses these four helpers instead of its own variant:
+Every layer uses these helpers instead of its own variant:
 
-- `console_escape(text)`: for anything printed through rich (tables, progress bars, messages): a
-  ``[bold]`` or ``[/x]`` in a document is shown as written, never parsed as console markup.
+- `terminal_safe(text)`: the one filter for everything that reaches a terminal: C0 and C1 control
+  characters (ESC, CSI ``\x9b``, OSC, BEL, ...) and bidi overrides are made visible (``␛``, ``\x9b``,
+  ``<U+202E>``), so a document, a file name or a model cannot clear the screen, set the title, write
+  the clipboard (OSC 52) or reorder what is shown. Newlines and tabs are kept.
+- `console_escape(text)`: for anything printed through rich markup (messages, table cells): the text
+  made terminal-safe, then a ``[bold]`` or ``[/x]`` in it is shown as written, never parsed as markup.
 - `neutralize_control_tokens(text)`: for every string that reaches a model's prompt: chat-template
   control tokens (``<|im_end|>``, ``<|start_header_id|>``, ``<tool_call>``, ``[INST]``, ``</s>``, ...)
   are rewritten with look-alike brackets, so a tokenizer that parses special tokens in the rendered
@@ -24,14 +28,40 @@ MASK = "***"
 
 # --- console ----------------------------------------------------------------------------------------
 
+# C0 except tab and newline, DEL, C1, and the bidi embedding/override/isolate controls
+_TERMINAL_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    if code == 0:
+        return ""  # NUL: dropped everywhere (see strip_nul)
+    if code < 0x20:
+        return chr(0x2400 + code)  # control pictures: ␛ ␇ ␍ ..., one cell like any letter
+    if code == 0x7F:
+        return "\u2421"  # ␡
+    if code <= 0x9F:
+        return f"\\x{code:02x}"
+    return f"<U+{code:04X}>"
+
+
+def terminal_safe(text: object) -> str:
+    """`text` with every control character a terminal would act on made visible (NUL removed, a
+    CRLF line end kept as a newline); tabs and newlines unchanged; otherwise the text as written."""
+    s = str(text)
+    if not _TERMINAL_CONTROL.search(s):
+        return s
+    return _TERMINAL_CONTROL.sub(_visible, s.replace("\r\n", "\n"))
+
 
 def console_escape(text: object) -> str:
-    """`text` as a literal for rich markup: every ``[`` that could open a tag is escaped (and a
-    trailing backslash doubled, so a closing tag written after it still closes); NULs removed.
-    Printed inside markup (``f"[dim]{console_escape(x)}[/]"``) the console shows `text` as written."""
+    """`text` as a literal for rich markup: terminal-safe (`terminal_safe`), then every ``[`` that
+    could open a tag escaped (and a trailing backslash doubled, so a closing tag written after it
+    still closes). Printed inside markup (``f"[dim]{console_escape(x)}[/]"``) the console shows
+    `text` as written, with its control characters visible."""
     from rich.markup import escape
 
-    return escape(strip_nul(str(text)))
+    return escape(terminal_safe(text))
 
 
 # --- prompts ----------------------------------------------------------------------------------------

@@ -112,3 +112,71 @@ def test_console_logging_drops_debug_lines_of_libraries_that_lower_their_own_lev
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert "Building index" not in out.stderr
     assert "kept:" in out.stderr and "secret" not in out.stderr
+
+
+TERMINAL_ATTACKS = [
+    "\x1b[2J\x1b[31mPWNED",  # clear screen, red
+    "\x1b]0;title\x07",  # OSC 0: window title
+    "\x1b]52;c;Y3VybCBldmlsLnNo\x07",  # OSC 52: clipboard write
+    "\x9b2J",  # C1 CSI
+    "\x9d0;t\x9c",  # C1 OSC ... ST
+    "a\x08\x08b\rc\x7f",  # backspace, carriage return, DEL
+    "\u202eevil\u202c",  # bidi override
+]
+
+
+@pytest.mark.parametrize("text", TERMINAL_ATTACKS)
+def test_terminal_safe_makes_every_control_visible(text: str) -> None:
+    from eventfold.text_safety import terminal_safe
+
+    out = terminal_safe(text)
+    assert not any(ch in out for ch in "\x1b\x07\x9b\x9d\x9c\x08\r\x7f\u202e\u202c"), repr(out)
+    assert len(out) >= len(text)  # shown, not dropped
+    assert terminal_safe(out) == out  # idempotent
+
+
+def test_terminal_safe_keeps_ordinary_text() -> None:
+    from eventfold.text_safety import terminal_safe
+
+    for text in ("plain", "tab\tand\nnewline", "naïve 東京 ✓ — [bold]", "C:\\docs\\x.md"):
+        assert terminal_safe(text) == text
+    assert terminal_safe("dos line\r\nend") == "dos line\nend"
+    assert terminal_safe("\x1b[2J") == "␛[2J" and terminal_safe("\x9b") == "\\x9b"
+
+
+@pytest.mark.parametrize("text", TERMINAL_ATTACKS)
+def test_cli_console_never_writes_raw_controls(text: str) -> None:
+    """Whatever a caller forgets to escape, the CLI's console shows: markup, Text, tables, markup=False."""
+    import io
+
+    from rich.text import Text
+
+    from cli.common import SafeConsole, plain, safe
+
+    buf = io.StringIO()
+    console = SafeConsole(file=buf, force_terminal=True, color_system=None, width=200)
+    console.print(text, markup=False)
+    console.print(Text(text))
+    console.print(f"[dim]{safe(text)}[/]")
+    console.print(plain(text))
+    table = Table()
+    table.add_column("c")
+    table.add_row(text)
+    console.print(table)
+    out = buf.getvalue()
+    assert not any(ch in out for ch in "\x1b\x07\x9b\x9d\x9c\x08\x7f\u202e"), repr(out)
+
+
+def test_console_log_lines_show_controls() -> None:
+    """A warning that names a file (`ESC]0;title BEL.md`) reaches the console with the controls visible."""
+    import subprocess
+    import sys
+
+    code = (
+        "import logging\n"
+        "from cli.common import setup_logging\n"
+        "setup_logging()\n"
+        "logging.getLogger('eventrag.index').warning('cannot read %s', 'x\\x1b]0;t\\x07\\x9b2J.md')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert "cannot read x␛]0;t␇\\x9b2J.md" in out.stderr and "\x1b" not in out.stderr

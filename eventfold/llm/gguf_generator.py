@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from eventfold.extras import MissingExtra
 from eventfold.llm.types import LLMError
 
 EXPORT_NAME = "student-{outtype}.gguf"  # written by `eventfold model export` inside the model directory
@@ -40,7 +41,7 @@ class LlamaCppTokenGenerator:
         try:
             from llama_cpp import Llama
         except ImportError as exc:  # pragma: no cover - the local extra is part of every install
-            raise LLMError("serving a student from GGUF needs llama-cpp-python (the `local` extra)") from exc
+            raise LLMError(str(MissingExtra("llama_cpp", "local", "serving a student from GGUF"))) from exc
         from eventfold.llm.local_backend import auto_threads
 
         if not path.is_file():

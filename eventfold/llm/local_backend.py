@@ -25,6 +25,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from eventfold.extras import MissingExtra
 from eventfold.llm.actions import action_schema, parse_action, render_action
 from eventfold.llm.json_repair import JSONRepairError, parse_json_object
 from eventfold.llm.prompts import TOOL_RESULT, schema_instruction, tools_instruction
@@ -58,7 +59,7 @@ class LlamaCppChatModel:
         try:
             from llama_cpp import Llama
         except ImportError as exc:
-            raise LLMError("the local backend needs llama-cpp-python: pip install 'eventfold[local]'") from exc
+            raise LLMError(str(MissingExtra("llama_cpp", "local", "the local backend"))) from exc
         self.name = name or path.stem
         self.model_path = path
         self.temperature = temperature
@@ -119,25 +120,12 @@ class LlamaCppChatModel:
         }
         if self.seed is not None:
             kwargs["seed"] = self.seed
-        if use_tools:
-            kwargs["response_format"] = {"type": "json_object", "schema": action_schema(tools or [], think=self.think)}
-        elif json_schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
-        with self._lock:
-            before = self._prompt_evals()
-            try:
-                raw: dict[str, Any] = self._llm.create_chat_completion(**kwargs)  # type: ignore[assignment]
-            except ValueError as exc:  # e.g. prompt longer than n_ctx
-                raise LLMError(f"local model {self.name}: {exc}") from exc
-            after = self._prompt_evals()
+        schema = action_schema(tools or [], think=self.think) if use_tools else json_schema
+        if schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        raw, usage = self._complete(kwargs)
         choice = raw["choices"][0]
         text = choice["message"].get("content") or ""
-        prompt_tokens = raw.get("usage", {}).get("prompt_tokens", 0)
-        usage = Usage(
-            prompt_tokens=prompt_tokens,
-            completion_tokens=raw.get("usage", {}).get("completion_tokens", 0),
-            evaluated_prompt_tokens=min(after - before, prompt_tokens) if None not in (before, after) else None,  # type: ignore[operator]
-        )
         message = Message(role="assistant", content=text)
         parsed = None
         if use_tools:
@@ -155,6 +143,23 @@ class LlamaCppChatModel:
         return ChatResponse(
             message=message, usage=usage, finish_reason=choice.get("finish_reason"), model=self.name, parsed=parsed
         )
+
+    def _complete(self, kwargs: dict[str, Any]) -> tuple[dict[str, Any], Usage]:
+        """One completion and its usage (prompt tokens evaluated = those not served by the KV cache)."""
+        with self._lock:
+            before = self._prompt_evals()
+            try:
+                raw: dict[str, Any] = self._llm.create_chat_completion(**kwargs)  # type: ignore[assignment]
+            except ValueError as exc:  # e.g. prompt longer than n_ctx
+                raise LLMError(f"local model {self.name}: {exc}") from exc
+            after = self._prompt_evals()
+        prompt_tokens = raw.get("usage", {}).get("prompt_tokens", 0)
+        usage = Usage(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=raw.get("usage", {}).get("completion_tokens", 0),
+            evaluated_prompt_tokens=min(after - before, prompt_tokens) if None not in (before, after) else None,  # type: ignore[operator]
+        )
+        return raw, usage
 
     def count_tokens(self, text: str) -> int:
         if not text:

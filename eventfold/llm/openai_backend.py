@@ -25,7 +25,16 @@ from eventfold.llm.json_repair import JSONRepairError, parse_json_lenient, parse
 from eventfold.llm.prompts import schema_instruction
 from eventfold.llm.retry import call_with_retries, is_retryable
 from eventfold.llm.token_count import count_messages, text_counter
-from eventfold.llm.types import ChatResponse, LLMError, Message, ToolCall, ToolSpec, Usage, prompt_safe_wire
+from eventfold.llm.types import (
+    ChatResponse,
+    LLMConnectionError,
+    LLMError,
+    Message,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    prompt_safe_wire,
+)
 from eventfold.text_safety import mask_secrets, mask_url
 
 if TYPE_CHECKING:
@@ -165,6 +174,9 @@ class OpenAIChatModel:
                     raise  # the caller downgrades structured output
                 if isinstance(exc, openai.BadRequestError):
                     raise LLMError(self._masked(f"chat completion rejected by {self._where}: {exc}")) from exc
+                if isinstance(exc, _unreachable_errors()):
+                    raise LLMConnectionError(self._masked(
+                        f"chat completion failed at {self._where}: {type(exc).__name__}: {exc}")) from exc
                 raise LLMError(self._masked(f"chat completion failed at {self._where}: {type(exc).__name__}: {exc}")) from exc
 
     def _structured_request(self, kwargs: dict[str, Any], wire: list[dict[str, Any]], schema: dict[str, Any]) -> Any:
@@ -220,6 +232,12 @@ class OpenAIChatModel:
             model=raw.model or self.model,
             parsed=parsed,
         )
+
+
+def _unreachable_errors() -> tuple[type[BaseException], ...]:
+    import openai
+
+    return (openai.APIConnectionError, openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
 
 
 _FORMAT_HINTS = ("response_format", "json_schema", "json_object", "schema", "structured", "guided", "grammar",

@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 import torch
 
+from eventfold.extras import MissingExtra
 from eventfold.llm.gguf_generator import LlamaCppTokenGenerator, exported_gguf
 from eventfold.llm.types import ChatResponse, LLMError, Message, ToolCall, ToolSpec, Usage
 from eventfold.text_safety import neutralize_control_tokens
@@ -142,7 +143,7 @@ class HFChatModel:
 
             tok = add_response_schema(tok)  # the tool-call parser for the known templates (Qwen2.5 ...)
         except ImportError as exc:
-            raise LLMError("the transformers backend needs the train extra: pip install 'eventfold[train]'") from exc
+            raise LLMError(str(MissingExtra("trl", "train", "the transformers backend"))) from exc
         name = f"hf:{path.parent.name}/{path.name}"
         gguf = exported_gguf(path) if llm.hf_generate != "torch" else None
         if llm.hf_generate == "llama_cpp" and gguf is None:

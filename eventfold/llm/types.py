@@ -131,6 +131,17 @@ class LLMError(RuntimeError):
     """A chat call failed for good (after retries), or the backend cannot serve the request."""
 
 
+class LLMConnectionError(LLMError):
+    """The server cannot be reached (connection refused, timeout) or refuses the caller (401, 403) or
+    the endpoint or model (404): no retry or fallback will get an answer from it."""
+
+
+class LLMUnavailable(RuntimeError):
+    """A run's model failed with an `LLMConnectionError` before answering any call: the run stops
+    instead of writing a report without a model. Deliberately not an `LLMError`, which the agent absorbs
+    (a fallback, a forced answer); the message is the backend's, credentials already masked."""
+
+
 @runtime_checkable
 class ChatModel(Protocol):
     """Anything that answers chat messages, optionally choosing one of `tools` or following a schema.

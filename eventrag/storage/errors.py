@@ -3,6 +3,8 @@ what was wrong and what to do. A failed write raises before anything of its batc
 
 from __future__ import annotations
 
+import sqlite3
+
 
 class StorageError(Exception):
     """Base class of every storage failure."""
@@ -50,5 +52,26 @@ class StoreUnavailable(StorageError):
     """The store cannot be reached (server down, wrong URI, authentication refused)."""
 
 
+class StoreCorrupt(StorageError):
+    """The store's file is damaged (not a database, a malformed page): nothing in it can be trusted."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
 class StoreClosed(StorageError):
     """The store was used after ``close()``."""
+
+
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26  # primary result codes of a damaged file
+
+
+def sqlite_failure(exc: Exception, what: str, path: object) -> StorageError:
+    """The storage error for a failed SQLite call on the file at `path`: locked or busy (StoreLocked),
+    damaged (StoreCorrupt: not a database, a malformed page), or anything else (StorageError)."""
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc)):
+        return StoreLocked(f"{what}: graph store {path} is locked by another writer ({exc}); retry later")
+    if getattr(exc, "sqlite_errorcode", 0) & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+        return StoreCorrupt(f"{what}: graph store {path} is damaged ({exc})", str(path))
+    return StorageError(f"{what} failed on {path}: {exc}")

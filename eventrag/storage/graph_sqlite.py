@@ -25,7 +25,7 @@ from eventrag.storage.base import (
     check_edge_type,
     check_id,
 )
-from eventrag.storage.errors import InvalidInput, MissingNode, StorageError, StoreClosed, StoreLocked
+from eventrag.storage.errors import InvalidInput, MissingNode, StorageError, StoreClosed, sqlite_failure
 from eventrag.storage.graph_front import ExpandingStore, Walk
 from eventrag.storage.graph_sqlite_walk import walk
 
@@ -107,14 +107,19 @@ class SqliteGraphStore(ExpandingStore):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         try:
-            con = sqlite3.connect(
-                self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-            )
+            con = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open graph store {self.path}: {exc}") from exc
         con.create_function("ef_merge", 2, codec.merge_props_json, deterministic=True)
         con.create_function("ef_fold", 1, checks.fold_name, deterministic=True)
         self._con: sqlite3.Connection | None = con
+        try:
+            self._open_schema()
+        except StorageError:
+            self.close()  # a damaged or foreign file: no connection left behind
+            raise
+
+    def _open_schema(self) -> None:
         with self._sql("open") as c:
             c.execute("PRAGMA journal_mode=WAL")
             c.execute("PRAGMA synchronous=NORMAL")
@@ -138,14 +143,8 @@ class SqliteGraphStore(ExpandingStore):
                 raise StoreClosed(f"graph store {self.path} is closed")
             try:
                 yield self._con
-            except sqlite3.OperationalError as exc:
-                if "locked" in str(exc) or "busy" in str(exc):
-                    raise StoreLocked(
-                        f"{what}: graph store {self.path} is locked by another writer ({exc}); retry later"
-                    ) from exc
-                raise StorageError(f"{what} failed on {self.path}: {exc}") from exc
             except sqlite3.Error as exc:
-                raise StorageError(f"{what} failed on {self.path}: {exc}") from exc
+                raise sqlite_failure(exc, what, self.path) from exc
 
     @contextmanager
     def _tx(self, what: str) -> Iterator[sqlite3.Connection]:

@@ -12,8 +12,10 @@ from training.rl.siras import (
     SiblingGroup,
     SirasConfig,
     StructureMarkers,
+    batch_scale,
     classify,
     group_weights,
+    length_scores,
     positive_soft_clip,
     shape_advantages,
     shape_batch,
@@ -257,3 +259,46 @@ def test_empty_and_single_rollouts() -> None:
         SiblingGroup([np.array([1])], [0.0, 1.0], [0.0, 1.0])
     with pytest.raises(ValueError, match="surprise_bins"):
         SirasConfig(surprise_bins=(2.0, 1.0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(3, 9))
+def test_length_scores_and_batch_scale_are_permutation_equivariant_bit_for_bit(seed, n) -> None:
+    """σ_T, T̄ and s_batch are exact sums: listing the siblings (or the groups) in another order
+    permutes q and leaves s_batch unchanged, to the last bit (a running sum differed by one ulp)."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 5000, n).astype(np.float64)
+    usable = rng.random(n) < 0.8
+    perm = rng.permutation(n)
+    want = length_scores(lengths, 0.1, usable)
+    assert np.array_equal(length_scores(lengths[perm], 0.1, usable[perm]), want[perm])
+    cfg = SirasConfig()
+    adv = [rng.normal(size=n) * rng.uniform(0.1, 3.0) for _ in range(3)]
+    rew = [rng.random(n) for _ in range(3)]
+    grps = [SiblingGroup([np.arange(1 + k % 4) for k in range(n)], r, a) for r, a in zip(rew, adv, strict=True)]
+    shuffled = [SiblingGroup([np.arange(1 + k % 4) for k in perm], r[perm], a[perm])
+                for r, a in zip(rew, adv, strict=True)][::-1]
+    assert batch_scale(shuffled, cfg) == batch_scale(grps, cfg)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_shape_batch_permutation_equivariant_bit_for_bit(seed) -> None:
+    """A permutation of the siblings inside each group, and of the groups, permutes shape_batch's
+    output bit for bit: non-degenerate groups set s_batch, degenerate ones use it (and σ_T)."""
+    rng = np.random.default_rng(seed)
+    grps = []
+    for kind in ("normal", "normal", "all_correct", "all_wrong"):
+        n = int(rng.integers(4, 9))
+        toks = [rng.integers(0, 30, int(rng.integers(5, 300))) for _ in range(n)]
+        r = {"normal": rng.random(n), "all_correct": np.ones(n), "all_wrong": np.zeros(n)}[kind]
+        a = grpo(r) * rng.uniform(0.3, 3.0) if kind == "normal" else np.zeros(n)
+        grps.append(SiblingGroup(toks, r, a, [-rng.gamma(1.0, 1.5, t.size) for t in toks]))
+    perms = [rng.permutation(len(g.token_ids)) for g in grps]
+    moved = [SiblingGroup([g.token_ids[j] for j in p], g.rewards[p], g.advantages[p], [g.logprobs[j] for j in p])
+             for g, p in zip(grps, perms, strict=True)][::-1]
+    want, _ = shape_batch(grps, SirasConfig(), markers())
+    got, _ = shape_batch(moved, SirasConfig(), markers())
+    for gi, p in enumerate(perms):
+        for i, j in enumerate(p):
+            assert torch.equal(got[len(grps) - 1 - gi][i], want[gi][j])

@@ -28,6 +28,7 @@ import torch
 
 from training.rl.siras.chunking import StructureMarkers
 from training.rl.siras.config import SirasConfig
+from training.rl.siras.order_free import exact_mean, exact_std
 from training.rl.siras.shape import ShapeStats, SiblingGroup, shape_batch
 
 Scale = Literal["group", "batch", "none"]
@@ -126,14 +127,14 @@ def group_advantages(batch: AdvantageBatch, scale: Scale = "group", eps: float =
         rows = np.flatnonzero((gid == g) & use)
         if rows.size < 2:
             continue
-        adv[rows] = r[rows] - r[rows].mean()
-        stds[int(g)] = float(r[rows].std(ddof=1))
+        adv[rows] = r[rows] - exact_mean(r[rows])  # exact sums: the row order changes no bit
+        stds[int(g)] = exact_std(r[rows], ddof=1)
     if scale == "group":
         for g, s in stds.items():
             rows = np.flatnonzero((gid == g) & use)
             adv[rows] /= s + eps
     elif scale == "batch" and use.sum() >= 2:
-        adv /= float(r[use].std(ddof=1)) + eps
+        adv /= exact_std(r[use], ddof=1) + eps
     return adv
 
 

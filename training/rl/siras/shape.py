@@ -25,6 +25,7 @@ import torch
 
 from training.rl.siras.chunking import StructureMarkers
 from training.rl.siras.config import SirasConfig
+from training.rl.siras.order_free import exact_mean, exact_std
 from training.rl.siras.weights import GroupWeights, group_weights
 
 ArrayLike = np.ndarray | torch.Tensor | Sequence[float]
@@ -120,13 +121,15 @@ def classify(rewards: ArrayLike, config: SirasConfig, success: ArrayLike | None 
 
 
 def length_scores(lengths: np.ndarray, rho: float, usable: np.ndarray | None = None) -> np.ndarray:
-    """q_j = −(T_j − T̄)/max(σ_T, ρ·T̄) over the usable rollouts (shorter positive, sums to 0); 0 elsewhere."""
+    """q_j = −(T_j − T̄)/max(σ_T, ρ·T̄) over the usable rollouts (shorter positive, sums to 0); 0 elsewhere.
+
+    T̄ and σ_T are exact sums (order-free): permuting the rollouts permutes q bit for bit."""
     keep = np.ones(lengths.shape, dtype=bool) if usable is None else usable
     q = np.zeros(lengths.shape)
     if not keep.any():
         return q
-    mean = lengths[keep].mean()
-    scale = max(float(lengths[keep].std()), rho * float(mean), 1e-12)
+    mean = exact_mean(lengths[keep])
+    scale = max(exact_std(lengths[keep]), rho * mean, 1e-12)
     q[keep] = -(lengths[keep] - mean) / scale
     return q
 
@@ -137,10 +140,11 @@ def _kind(g: SiblingGroup, config: SirasConfig) -> GroupKind:
 
 
 def batch_scale(groups: Sequence[SiblingGroup], config: SirasConfig) -> float | None:
-    """s_batch = mean |A_j| over the usable rollouts of non-degenerate groups (None when there are none)."""
+    """s_batch = mean |A_j| over the usable rollouts of non-degenerate groups (None when there are none);
+    an exact sum, so neither the order of the groups nor that of their rollouts changes a bit."""
     vals = [np.abs(g.advantages[g.usable]) for g in groups if _kind(g, config) == "normal"]
     vals = [v for v in vals if v.size]
-    return float(np.concatenate(vals).mean()) if vals else None
+    return exact_mean(np.concatenate(vals)) if vals else None
 
 
 def shape_advantages(
