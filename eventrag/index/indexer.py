@@ -60,6 +60,7 @@ class Indexer:
         self.max_file_bytes = max_file_bytes
         self.on_change = on_change
         self._touched: set[str] = set()  # entities of purged documents, until the inferred edges are refreshed
+        self._hubs: set[str] = set()  # entities with too many events to link, while nothing is removed
         self.entity_index = StoreEntityIndex(graph, vectors, collections["entities"])
         self.fuser = EntityFuser(embedder, self.entity_index, threshold=fusion_threshold)
         for name in collections.values():
@@ -183,6 +184,7 @@ class Indexer:
     def _purge(self, doc_id: str) -> None:
         ents = [n.id for n in self.graph.find_nodes("Entity", doc_id=doc_id, limit=1_000_000)]
         self._touched.update(ents)
+        self._hubs.clear()  # their event counts fall: any may link again
         self.graph.delete_document(doc_id)
         for kind in ("chunks", "events"):
             self.vectors.delete(self.collections[kind], filter={"doc_id": doc_id})
@@ -338,7 +340,7 @@ class Indexer:
         """Recompute the inferred edges around new events and purged documents (`infer.refresh_inferred`),
         so they do not depend on the order documents came in; returns the net change."""
         touched, self._touched = sorted(self._touched), set()
-        return refresh_inferred(self.graph, new_events, touched, self.expansion)
+        return refresh_inferred(self.graph, new_events, touched, self.expansion, self._hubs)
 
 
 def _add_locations(events: list[Event], entities: dict[str, Entity], emap: dict[str, str]) -> set[str]:
