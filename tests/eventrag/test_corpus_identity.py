@@ -92,17 +92,28 @@ def test_repeated_record_ids_lose_no_record(make_stack: Any, tmp_path: Path) -> 
     assert st.indexer.index_paths([corpus]).docs_unchanged == 3  # the ids are stable across runs
 
 
-def test_hidden_files_and_symlink_loops_are_listed_as_skipped(make_stack: Any, tmp_path: Path) -> None:
+def test_hidden_files_and_folders_are_listed_as_skipped(make_stack: Any, tmp_path: Path) -> None:
     corpus = tmp_path / "docs"
     _write(corpus / "ok.md", "Olga Oss built the short bridge in 1912.")
     _write(corpus / ".hidden.md", "Hedda Oss built the hidden bridge in 1913.")
     _write(corpus / ".git" / "HEAD", "ref: refs/heads/main")
+    st = make_stack("embedded", extract="rules")
+    s = st.indexer.index_paths([corpus])
+    reasons = {Path(x.source).name: x.reason for x in s.skipped}
+    assert set(reasons) == {".hidden.md", ".git"}  # was: neither indexed nor listed
+    assert "hidden file" in reasons[".hidden.md"] and "hidden folder" in reasons[".git"]
+    assert _doc_ids(st) == {"docs/ok.md"}
+
+
+def test_symlink_loops_are_skipped_with_a_reason_and_the_rest_indexed(make_stack: Any, tmp_path: Path) -> None:
+    corpus = tmp_path / "docs"
+    _write(corpus / "ok.md", "Olga Oss built the short bridge in 1912.")
     (corpus / "a.md").symlink_to(corpus / "b.md")
     (corpus / "b.md").symlink_to(corpus / "a.md")
     (corpus / "loop").symlink_to(corpus / "loop", target_is_directory=True)
     st = make_stack("embedded", extract="rules")
     s = st.indexer.index_paths([corpus])  # was: RuntimeError: Symlink loop, nothing indexed
     reasons = {Path(x.source).name: x.reason for x in s.skipped}
-    assert "hidden file" in reasons[".hidden.md"] and "hidden folder" in reasons[".git"]  # was: not listed
-    assert all("symlink loop" in reasons[n] for n in ("a.md", "b.md", "loop")), reasons
+    assert set(reasons) == {"a.md", "b.md", "loop"}
+    assert all("symlink loop" in r for r in reasons.values()), reasons
     assert _doc_ids(st) == {"docs/ok.md"}
