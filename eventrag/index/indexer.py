@@ -31,7 +31,8 @@ from eventrag.index.chunking import ChunkingConfig, chunk_document
 from eventrag.index.corpora import CorpusRegistry, KnownDocument, inside, known_documents
 from eventrag.index.corpus_load import CorpusLoader, LoadedCorpora
 from eventrag.index.documents import DEFAULT_MAX_BYTES, document_id_problem, without_nul
-from eventrag.index.extract import Extractor, entity_key
+from eventrag.index.edges import add_locations, extracted_edges
+from eventrag.index.extract import Extractor
 from eventrag.index.fusion import EntityFuser
 from eventrag.index.infer import ExpansionConfig, refresh_inferred
 from eventrag.index.summary import IndexProgress, IndexSummary, Progress, SkippedFile, SliceReport
@@ -301,7 +302,7 @@ class Indexer:
         fused = self.fuser.fuse(extractions)
         s.entity_merges += len(fused.merges)
         events = [ev for ext in extractions for ev in ext.events]
-        need_vec = set(fused.new_ids) | _add_locations(events, fused.entities, fused.id_map)
+        need_vec = set(fused.new_ids) | add_locations(events, fused.entities, fused.id_map)
         nodes = [Node(id=e.entity_id, label="Entity", doc_ids=e.doc_ids, props={
             "name": e.name, "type": e.type, "description": e.description, "aliases": e.aliases})
             for e in fused.entities.values()]
@@ -309,7 +310,7 @@ class Indexer:
         self.graph.upsert_nodes(nodes)
         by_chunk = {c.chunk_id: c for c in chunks}
         known = {n.id for n in nodes} | set(by_chunk)
-        valid = [e for e in _extracted_edges(extractions, by_chunk, fused.id_map).values()
+        valid = [e for e in extracted_edges(extractions, by_chunk, fused.id_map).values()
                  if e.src in known and e.dst in known]
         self.graph.upsert_edges(valid)
         s.edges += len(valid)
@@ -341,53 +342,3 @@ class Indexer:
         so they do not depend on the order documents came in; returns the net change."""
         touched, self._touched = sorted(self._touched), set()
         return refresh_inferred(self.graph, new_events, touched, self.expansion, self._hubs)
-
-
-def _add_locations(events: list[Event], entities: dict[str, Entity], emap: dict[str, str]) -> set[str]:
-    """Locations become entities too (LOCATED_IN needs an end node); returns the ids added."""
-    added: set[str] = set()
-    for ev in events:
-        if ev.location and entity_key(ev.location) not in emap:
-            loc = Entity(entity_id=entity_key(ev.location), name=ev.location, type="LOCATION",
-                         chunk_ids=ev.chunk_ids, doc_ids=ev.doc_ids)
-            entities.setdefault(loc.entity_id, loc)
-            emap[loc.entity_id] = loc.entity_id
-            added.add(loc.entity_id)
-    return added
-
-
-def _extracted_edges(extractions: list[ChunkExtraction], by_chunk: dict[str, Chunk],
-                     emap: dict[str, str]) -> dict[tuple[str, str, str], Edge]:
-    """MENTIONED_IN, PARTICIPATES_IN, LOCATED_IN and the extracted relations of a batch, one edge per
-    (source, type, target) with the provenance of every chunk that gave it; AFTER is stored as BEFORE."""
-    edges: dict[tuple[str, str, str], Edge] = {}
-
-    def add(src: str, typ: str, dst: str, doc_ids: list[str], **props: object) -> None:
-        key = (src, typ, dst)
-        if src == dst:
-            return
-        if key in edges:
-            edges[key].doc_ids = list(dict.fromkeys(edges[key].doc_ids + doc_ids))
-        else:
-            edges[key] = Edge(src=src, type=typ, dst=dst, doc_ids=doc_ids, props=dict(props))  # type: ignore[arg-type]
-
-    for ext in extractions:
-        chunk = by_chunk[ext.chunk_id]
-        title_key = entity_key(chunk.title) if chunk.title else None
-        for ent in ext.entities:
-            add(emap.get(ent.entity_id, ent.entity_id), "MENTIONED_IN", chunk.chunk_id, [chunk.doc_id],
-                topic=ent.entity_id == title_key)
-        for ev in ext.events:
-            add(ev.event_id, "MENTIONED_IN", chunk.chunk_id, [chunk.doc_id])
-            for p in ev.participants:
-                eid = emap.get(entity_key(p.entity))
-                if eid:
-                    add(eid, "PARTICIPATES_IN", ev.event_id, [chunk.doc_id], role=p.role)
-            if ev.location:
-                add(ev.event_id, "LOCATED_IN", emap[entity_key(ev.location)], [chunk.doc_id])
-        for rel in ext.relations:
-            src, dst, typ = emap.get(rel.source, rel.source), emap.get(rel.target, rel.target), rel.type
-            if typ == "AFTER":
-                src, dst, typ = dst, src, "BEFORE"
-            add(src, typ, dst, [chunk.doc_id], weight=rel.weight)
-    return edges
