@@ -78,7 +78,7 @@ def _open(settings: Settings, extract: str, with_llm: bool):  # type: ignore[no-
 
 def index_cmd(
     paths: Annotated[list[Path] | None, typer.Argument(
-        help="Files or folders (txt, md, json, jsonl; pdf with the pdf extra: pip install 'eventfold[pdf]').")] = None,
+        help="Files or folders (txt, md, json, jsonl; pdf with the pdf extra: pip install 'eventfold\\[pdf]').")] = None,
     extract: Annotated[str, typer.Option("--extract", help="llm | rules | auto (llm when a model is set up).")] = "auto",
     index: IndexOpt = None,
     graph: GraphOpt = None,
