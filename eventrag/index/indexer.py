@@ -146,22 +146,22 @@ class Indexer:
 
     @staticmethod
     def _unique(docs: Sequence[Document], summary: IndexSummary) -> list[Document]:
-        """`docs` without NULs, each id once (a repeat is noted, never silently dropped); an id that
-        cannot be stored is skipped with the reason."""
-        seen: set[str] = set()
-        unique: list[Document] = []
+        """`docs` without NULs, each id once: the same document reached twice (overlapping folders) is
+        indexed once, another document under a taken id is skipped with the reason, as is an id that
+        cannot be stored."""
+        seen: dict[str, Document] = {}
         for d in docs:
             d = without_nul(d)
             problem = document_id_problem(d.doc_id)
+            first = seen.get(d.doc_id)
             if problem:
                 summary.skipped.append(SkippedFile(source=d.source or d.doc_id[:80], reason=problem))
-            elif d.doc_id in seen:
-                summary.skipped.append(SkippedFile(source=d.source or d.doc_id[:80],
-                                                   reason=f"document id {d.doc_id!r} given twice; the first is indexed"))
-            else:
-                seen.add(d.doc_id)
-                unique.append(d)
-        return unique
+            elif first is None:
+                seen[d.doc_id] = d
+            elif (first.text, first.title, first.date) != (d.text, d.title, d.date):
+                summary.skipped.append(SkippedFile(source=d.source or d.doc_id[:80], reason=(
+                    f"document id {d.doc_id!r} is given twice with different texts; the first is indexed")))
+        return list(seen.values())
 
     def delete(self, doc_id: str) -> bool:
         """Remove a document and everything only it produced; False if it was not indexed."""
