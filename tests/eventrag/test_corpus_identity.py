@@ -38,6 +38,8 @@ def test_a_file_has_one_id_through_its_folder_a_sub_folder_and_another_index(mak
     assert one.docs_unchanged == 1 and _doc_ids(other) == {"corpus/x/notes.md"}
     again = first.indexer.index_paths([corpus / "x"])  # a sub-folder of a root prunes only inside itself
     assert (again.docs_unchanged, again.docs_pruned) == (1, 0) and len(_doc_ids(first)) == 2
+    both = first.indexer.index_paths([corpus, corpus / "x"])  # one file reached twice in one run: one document
+    assert (both.docs_unchanged, both.docs_indexed, both.skipped) == (2, 0, [])
 
 
 def test_a_moved_corpus_keeps_its_documents_and_is_pruned_where_it_went(make_stack: Any, tmp_path: Path) -> None:
