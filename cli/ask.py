@@ -8,6 +8,7 @@ wall time, model). Report and trajectory are saved under `<home>/runs/<run_id>/`
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 from pathlib import Path
@@ -34,8 +35,10 @@ from eventfold.text_safety import terminal_safe
 
 
 def index_name_for(corpus: Path) -> str:
-    name = re.sub(r"[^A-Za-z0-9_.-]", "-", corpus.resolve().name).lstrip(".") or "corpus"
-    return name[:64]
+    """``<folder name>-<8 hex of the resolved path>``: two folders of one name get two indexes."""
+    full = corpus.expanduser().resolve()
+    name = re.sub(r"[^A-Za-z0-9_.-]", "-", full.name).lstrip(".") or "corpus"
+    return f"{name[:55]}-{hashlib.sha256(str(full).encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def resolve_settings(

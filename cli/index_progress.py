@@ -1,7 +1,8 @@
 """The indexing progress bar shared by `index`, the eval harness and the benchmarks.
 
-One rich bar: documents done/total, chunks, events, throughput (chunks/min, events/s) and ETA; the
-current document's name is shown escaped (file names are data, never console markup).
+One rich bar: documents done/total, chunks, events, throughput (chunks/min, events/s) and ETA; inside
+a batch of long documents it moves with their chunks (``chunk 640/6,800``); the current document's name
+is shown escaped (file names are data, never console markup).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ def describe(p: IndexProgress) -> str:
     """`1,234 chunks · 5,678 events · 310 chunks/min · 12.0 events/s · ETA 4:10`."""
     eta = p.eta_s
     eta_txt = "—" if eta is None else f"{int(eta // 60)}:{int(eta % 60):02d}"
-    return (f"{p.chunks:,} chunks · {p.events:,} events · {p.chunks_per_min:,.0f} chunks/min · "
+    within = f"chunk {p.batch_chunks_done:,}/{p.batch_chunks_total:,} · " if p.batch_chunks_total else ""
+    return (f"{within}{p.chunks:,} chunks · {p.events:,} events · {p.chunks_per_min:,.0f} chunks/min · "
             f"{p.events_per_s:,.1f} events/s · ETA {eta_txt}")
 
 
@@ -49,7 +51,7 @@ def index_progress_bar(console: Console, label: str = "indexing",
 
         def update(p: IndexProgress) -> None:
             name = p.current[-40:]
-            bar.update(task, completed=p.docs_done, total=p.docs_total,
+            bar.update(task, completed=p.docs_progress, total=p.docs_total,
                        description=f"{describe(p)}  [dim]{console_escape(name)}[/]")
 
         yield update

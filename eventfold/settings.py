@@ -41,6 +41,7 @@ from eventfold.run_options import LONG_MAX_STEPS, RunOptions
 from eventfold.text_safety import mask_secrets, mask_url
 
 ENV_FILE_VAR = "EVENTFOLD_ENV_FILE"
+MAX_INDEX_NAME = 100  # bytes: an index names a folder (file names stop at 255) and prefixes collection names
 
 
 class SettingsFileError(ValueError):
@@ -184,8 +185,13 @@ class Settings(BaseSettings):
     @field_validator("index")
     @classmethod
     def _index(cls, v: str) -> str:
+        size = len(v.encode("utf-8", "surrogatepass"))
+        if size > MAX_INDEX_NAME:  # it names a folder and the stores' collections
+            raise ValueError(f"index name is too long: {len(v)} characters, {size} bytes in UTF-8 ({v[:40]!r}…); "
+                             f"at most {MAX_INDEX_NAME} bytes")
         if not v or not all(c.isalnum() or c in "_-." for c in v) or v.startswith("."):
-            raise ValueError(f"index must be a simple name (letters, digits, '_', '-', '.'), got {v!r}")
+            raise ValueError(f"index must be a simple name (letters, digits, '_', '-', '.'; not starting "
+                             f"with '.'), got {v!r}")
         return v
 
     # --- derived paths -------------------------------------------------------------------------

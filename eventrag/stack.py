@@ -16,6 +16,7 @@ from eventfold.llm.types import ChatModel
 from eventfold.settings import Settings
 from eventrag.embed import Embedder
 from eventrag.index.chunking import ChunkingConfig
+from eventrag.index.corpora import CorpusRegistry
 from eventrag.index.extract import Extractor, LLMExtractor
 from eventrag.index.indexer import Indexer
 from eventrag.index.rules_extract import RuleExtractor
@@ -129,7 +130,8 @@ def open_stack(settings: Settings, chat_model: ChatModel | None = None, embedder
     cache = QueryCache(graph, vectors, collections, dim=embedder.dim)
     try:
         indexer = Indexer(graph, vectors, embedder, extractor, collections=collections, chunking=chunking,
-                          fusion_threshold=fusion_threshold, batch_docs=batch_docs, on_change=cache.invalidate)
+                          fusion_threshold=fusion_threshold, batch_docs=batch_docs, on_change=cache.invalidate,
+                          corpora=CorpusRegistry(settings.home / "corpora.json"))
     except Exception:
         vectors.close()
         graph.close()

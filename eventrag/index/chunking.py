@@ -40,8 +40,10 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     start = 0
     for m in _SENT_END_RE.finditer(text):
         end = m.start()
-        prev_word = re.search(r"(\S+)$", text[start:end])
-        if prev_word and prev_word.group(1).rstrip(".").lower() in _ABBREV and not m.group(0).startswith("\n"):
+        # the word before the stop, from a short window: a regex anchored at the end of the sentence
+        # would scan a long unbroken token once per starting position
+        tail = text[max(start, end - 40):end].split()
+        if tail and tail[-1].rstrip(".").lower() in _ABBREV and not m.group(0).startswith("\n"):
             continue  # "Dr. Smith": not a boundary
         if text[start:end].strip():
             spans.append(_strip_span(text, start, end))

@@ -3,16 +3,18 @@
 Bad input fails with a `DocumentError` subclass that says what is wrong with which file (unreadable,
 binary, empty, too large, unsupported); directory indexing records such files as skipped and goes on.
 `scan_corpus` walks a folder without following links out of it: a symlink whose target lies outside
-the corpus root is refused with a reason, a linked folder is not descended into. NUL characters never
+the corpus root, a symlink loop and a hidden file or folder are listed as skipped with the reason, a
+linked folder is not descended into. A record id repeated in one JSON/JSONL file gets a distinct id. NUL characters never
 reach a document (text with NULs in its first 8 KB is binary; later ones are removed).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,12 +97,11 @@ def _join(sentences: list[str]) -> str:
     return ("".join(parts) if any(p[:1].isspace() for p in parts[1:]) else " ".join(parts)).strip()
 
 
-def _record_docs(obj: Any, rel: str) -> Iterator[Document]:
-    if isinstance(obj, dict) and not any(k in obj for k in _TEXT_KEYS) and obj and \
-            all(isinstance(v, (list, str)) for v in obj.values()):
-        obj = [{"title": k, "text": _join(v) if isinstance(v, list) else v} for k, v in obj.items()]  # {title: sentences}
-    records = obj if isinstance(obj, list) else [obj]
-    for i, rec in enumerate(records):
+def _record_docs(records: list[tuple[str, Any]], rel: str, notes: list[str] | None) -> Iterator[Document]:
+    """Documents of (where, parsed JSON) records; a record id used twice in one file gets a distinct id
+    (``rel#id~2``) and a note naming both places, so no record is lost."""
+    used: dict[str, str] = {}
+    for i, (where, rec) in enumerate(records):
         if not isinstance(rec, dict):
             continue
         text = next((rec[k] for k in _TEXT_KEYS if isinstance(rec.get(k), str) and rec[k].strip()), None)
@@ -108,17 +109,36 @@ def _record_docs(obj: Any, rel: str) -> Iterator[Document]:
             continue
         rid = rec.get("doc_id") or rec.get("id") or rec.get("idx")
         doc_id = f"{rel}#{rid}" if rid is not None else f"{rel}#{i}"
+        if doc_id in used:
+            n = 2
+            while f"{doc_id}~{n}" in used:
+                n += 1
+            if notes is not None:
+                notes.append(f"{rel}: {where} repeats the record id {str(rid)!r} of {used[doc_id]}; "
+                             f"indexed with an id ending in {f'{doc_id}~{n}'[len(rel):]}")
+            doc_id = f"{doc_id}~{n}"
+        used[doc_id] = where
         date = rec.get("date") or rec.get("published_at")
         yield Document(doc_id=doc_id, title=str(rec.get("title") or ""), text=text, source=rel,
                        date=str(date)[:10] if date else None,
                        meta={k: v for k, v in rec.items() if k in ("url", "author", "source")})
 
 
-def load_file(path: Path, rel: str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Document]:
+def _json_records(obj: Any) -> list[tuple[str, Any]]:
+    """A JSON file's records: a list's items, a ``{title: sentences}`` mapping's entries, or the object."""
+    if isinstance(obj, dict) and not any(k in obj for k in _TEXT_KEYS) and obj and \
+            all(isinstance(v, (list, str)) for v in obj.values()):
+        obj = [{"title": k, "text": _join(v) if isinstance(v, list) else v} for k, v in obj.items()]
+    return [(f"record {i}", rec) for i, rec in enumerate(obj if isinstance(obj, list) else [obj], 1)]
+
+
+def load_file(path: Path, rel: str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES,
+              notes: list[str] | None = None) -> list[Document]:
     """The documents in one file (a JSON/JSONL file may hold many records); `rel` is the document id
-    (records get ``rel#record-id``). An unreadable file raises `UnreadableDocument`, not OSError."""
+    (records get ``rel#record-id``). An unreadable file raises `UnreadableDocument`, not OSError.
+    What was read but changed on the way (a repeated record id) is told in `notes`."""
     try:
-        return [_clean(d) for d in _load(path, rel or path.name, max_bytes)]
+        return [_clean(d) for d in _load(path, rel or path.name, max_bytes, notes)]
     except OSError as exc:
         raise UnreadableDocument(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
 
@@ -131,7 +151,7 @@ def _clean(doc: Document) -> Document:
     return doc
 
 
-def _load(path: Path, rel: str, max_bytes: int) -> list[Document]:
+def _load(path: Path, rel: str, max_bytes: int, notes: list[str] | None) -> list[Document]:
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
         raise UnsupportedDocument(f"{path}: unsupported file type {suffix or '(none)'}; "
@@ -149,12 +169,13 @@ def _load(path: Path, rel: str, max_bytes: int) -> list[Document]:
     if suffix in RECORD_SUFFIXES:
         try:
             if suffix == ".jsonl":
-                objs = [json.loads(line) for line in text.splitlines() if line.strip()]
+                records = [(f"line {i}", json.loads(line)) for i, line in enumerate(text.splitlines(), 1)
+                           if line.strip()]
             else:
-                objs = json.loads(text)
+                records = _json_records(json.loads(text))
         except json.JSONDecodeError as exc:
             raise DocumentError(f"{path}: invalid JSON ({exc})") from exc
-        docs = list(_record_docs(objs, rel))
+        docs = list(_record_docs(records, rel, notes))
         if not docs:
             raise EmptyDocument(f"{path}: no records with a text field ({', '.join(_TEXT_KEYS)})")
         return docs
@@ -191,7 +212,7 @@ class CorpusScan:
 
 def scan_corpus(path: Path) -> CorpusScan:
     """Every supported-looking file under `path` (or `path` itself), sorted; hidden files and folders
-    are left out; symlinks are followed only to targets inside the root."""
+    are listed as skipped; symlinks are followed only to targets inside the root, a symlink loop is skipped."""
     given = Path(path).expanduser()
     if not given.exists() and not given.is_symlink():
         raise FileNotFoundError(f"{given} does not exist")
@@ -213,12 +234,18 @@ def scan_corpus(path: Path) -> CorpusScan:
 
     for folder, dirs, names in os.walk(scan.root, onerror=unreadable, followlinks=False):
         base = Path(folder)
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for d in list(dirs):
-            if (base / d).is_symlink():  # a linked folder is never walked (outside: refused; inside: indexed at its own path)
-                dirs.remove(d)
+        for d in sorted(dirs):
+            if d.startswith("."):
+                scan.skipped.append((str(base / d), f"{base / d}: hidden folder (its name starts with '.'); not indexed"))
+            elif (base / d).is_symlink():  # never walked (outside: refused; inside: indexed at its own path)
                 _add_link_dir(scan, base / d)
-        found += [(base / n, (base / n).relative_to(scan.root).as_posix()) for n in names if not n.startswith(".")]
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (base / d).is_symlink())
+        for n in names:
+            if n.startswith("."):
+                scan.skipped.append((str(base / n), f"{base / n}: hidden file (its name starts with '.'); not indexed"))
+            else:
+                found.append((base / n, (base / n).relative_to(scan.root).as_posix()))
+    scan.skipped.sort()
     for p, rel in sorted(found, key=lambda x: x[1]):
         _add(scan, p, rel)
     return scan
@@ -228,9 +255,23 @@ def _inside(target: Path, root: Path) -> bool:
     return target == root or root in target.parents
 
 
+def _link_target(scan: CorpusScan, p: Path) -> Path | None:
+    """Where the symlink `p` leads, or None (recorded as skipped) for a loop or an unresolvable chain."""
+    try:
+        return p.resolve(strict=True)
+    except (RuntimeError, OSError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        loop = isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP
+        why = "symlink loop (the chain of links leads back to itself)" if loop else \
+            f"symlink to {os.readlink(p)}, which does not exist"
+        scan.skipped.append((str(p), f"{p}: {why}; not followed"))
+        return None
+
+
 def _add(scan: CorpusScan, p: Path, rel: str) -> None:
     if p.is_symlink():
-        target = p.resolve()
+        target = _link_target(scan, p)
+        if target is None:
+            return
         if not _inside(target, scan.root):
             scan.skipped.append((str(p), f"{p}: symlink to {target}, outside the corpus root {scan.root}; not followed"))
             return
@@ -243,43 +284,11 @@ def _add(scan: CorpusScan, p: Path, rel: str) -> None:
 
 
 def _add_link_dir(scan: CorpusScan, p: Path) -> None:
-    target = p.resolve()
+    target = _link_target(scan, p)
+    if target is None:
+        return
     where = "outside the corpus root" if not _inside(target, scan.root) else "inside the corpus (indexed at its own path)"
     scan.skipped.append((str(p), f"{p}: symlink to the folder {target}, {where}; not followed"))
-
-
-# --- identity: <corpus tag>/<path relative to the corpus root> ----------------------------------
-def corpus_tags(known: Sequence[Any]) -> dict[str, str]:
-    """Corpus root (absolute path) -> tag, as recorded on the Document nodes of the index."""
-    out: dict[str, str] = {}
-    for n in known:
-        root, tag = n.props.get("corpus_root"), n.props.get("corpus")
-        if isinstance(root, str) and isinstance(tag, str):
-            out.setdefault(root, tag)
-    return out
-
-
-def within_known_root(scan: CorpusScan, roots: dict[str, str]) -> CorpusScan:
-    """A single file under a corpus root the index knows keeps the id it has in that corpus."""
-    if not scan.single or not scan.files:
-        return scan
-    path, rel = scan.files[0]
-    full = scan.root / rel
-    known = [Path(r) for r in roots if Path(r) in full.parents]
-    if not known:
-        return scan
-    root = max(known, key=lambda r: len(r.parts))  # the innermost recorded root
-    return CorpusScan(root=root, files=[(path, full.relative_to(root).as_posix())], skipped=scan.skipped, single=True)
-
-
-def new_tag(root: Path, used: set[str]) -> str:
-    """The root folder's name (``corpus`` for /), made unique in the index with ``~2``, ``~3`` ..."""
-    base = re.sub(r"[^\w.\-]+", "_", root.name).strip("._") or "corpus"
-    tag, n = base[:80], 1
-    while tag in used:
-        n += 1
-        tag = f"{base[:80]}~{n}"
-    return tag
 
 
 def document_id_problem(doc_id: str) -> str | None:

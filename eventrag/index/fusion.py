@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -90,14 +90,7 @@ class EntityFuser:
 
     def fuse(self, extractions: Sequence[ChunkExtraction]) -> FusionResult:
         res = FusionResult()
-        # 1. exact key: same normalised name within the batch
-        batch: dict[str, Entity] = {}
-        for ext in extractions:
-            for ent in ext.entities:
-                if ent.entity_id in batch:
-                    _absorb(batch[ent.entity_id], ent)
-                else:
-                    batch[ent.entity_id] = ent.model_copy(deep=True)
+        batch = _batch_entities(extractions)  # 1. exact key: same normalised name within the batch
         if not batch:
             return res
         existing = self.index.existing(list(batch))
@@ -113,7 +106,14 @@ class EntityFuser:
         if not pending:
             return res
         vecs = np.asarray(self.embedder.embed([e.name for e in pending]), dtype=np.float32)
-        # 2. nearest existing entity in the store
+        unresolved = self._match_stored(pending, vecs, res)  # 2. nearest existing entity in the store
+        if unresolved:  # 3. among the new names of this batch
+            self._group_new([pending[i] for i in unresolved], vecs[unresolved], res)
+        return res
+
+    def _match_stored(self, pending: list[Entity], vecs: np.ndarray, res: FusionResult) -> list[int]:
+        """Absorb each pending entity into a compatible stored one within the threshold; returns the
+        positions of those left unresolved."""
         hits = self.index.nearest(vecs, self.top_k)
         cand_ids = list({h for row in hits for h, s in row if s >= self.threshold})
         cands = self.index.existing(cand_ids) if cand_ids else {}
@@ -135,38 +135,59 @@ class EntityFuser:
             res.id_map[ent.entity_id] = kept.entity_id
             res.merges.append(EntityMerge(kept_id=kept.entity_id, kept_name=kept.name, merged_name=ent.name,
                                           similarity=round(float(score), 4), chunk_ids=ent.chunk_ids))
-        # 3. among the new names of this batch (union into the most-mentioned name)
-        if unresolved:
-            sub = vecs[unresolved]
-            sims = sub @ sub.T
-            parent = list(range(len(unresolved)))
+        return unresolved
 
-            def find(x: int) -> int:
-                while parent[x] != x:
-                    parent[x] = parent[parent[x]]
-                    x = parent[x]
-                return x
+    def _group_new(self, ents: list[Entity], vecs: np.ndarray, res: FusionResult) -> None:
+        """Union compatible new names within the threshold; each group is kept under its most-mentioned name."""
+        parent = list(range(len(ents)))
 
-            rows, cols = np.nonzero(np.triu(sims >= self.threshold, k=1))
-            for a, b in zip(rows.tolist(), cols.tolist(), strict=True):
-                ea, eb = pending[unresolved[a]], pending[unresolved[b]]
-                if name_compatible(ea.name, eb.name) and types_compatible(ea.type, eb.type):
-                    parent[find(b)] = find(a)
-            groups: dict[int, list[int]] = {}
-            for k in range(len(unresolved)):
-                groups.setdefault(find(k), []).append(k)
-            for members in groups.values():
-                head_k = max(members, key=lambda k: (len(pending[unresolved[k]].chunk_ids), -len(pending[unresolved[k]].name)))
-                head = pending[unresolved[head_k]]
-                for k in members:
-                    ent = pending[unresolved[k]]
-                    res.id_map[ent.entity_id] = head.entity_id
-                    if ent is not head:
-                        _absorb(head, ent)
-                        res.merges.append(EntityMerge(kept_id=head.entity_id, kept_name=head.name,
-                                                      merged_name=ent.name, similarity=round(float(sims[head_k, k]), 4),
-                                                      chunk_ids=ent.chunk_ids))
-                res.entities[head.entity_id] = head
-                res.new_ids.add(head.entity_id)
-                self.vectors[head.entity_id] = vecs[unresolved[head_k]]
-        return res
+        def find(x: int) -> int:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        for a, b in close_pairs(vecs, self.threshold):
+            if name_compatible(ents[a].name, ents[b].name) and types_compatible(ents[a].type, ents[b].type):
+                parent[find(b)] = find(a)
+        groups: dict[int, list[int]] = {}
+        for k in range(len(ents)):
+            groups.setdefault(find(k), []).append(k)
+        for members in groups.values():
+            head_k = max(members, key=lambda k: (len(ents[k].chunk_ids), -len(ents[k].name)))
+            head = ents[head_k]
+            for k in members:
+                res.id_map[ents[k].entity_id] = head.entity_id
+                if k != head_k:
+                    _absorb(head, ents[k])
+                    res.merges.append(EntityMerge(kept_id=head.entity_id, kept_name=head.name,
+                                                  merged_name=ents[k].name,
+                                                  similarity=round(float(vecs[head_k] @ vecs[k]), 4),
+                                                  chunk_ids=ents[k].chunk_ids))
+            res.entities[head.entity_id] = head
+            res.new_ids.add(head.entity_id)
+            self.vectors[head.entity_id] = vecs[head_k]
+
+
+def _batch_entities(extractions: Sequence[ChunkExtraction]) -> dict[str, Entity]:
+    """The batch's entities by id, mentions of one id absorbed into its first."""
+    batch: dict[str, Entity] = {}
+    for ext in extractions:
+        for ent in ext.entities:
+            if ent.entity_id in batch:
+                _absorb(batch[ent.entity_id], ent)
+            else:
+                batch[ent.entity_id] = ent.model_copy(deep=True)
+    return batch
+
+
+def close_pairs(vecs: np.ndarray, threshold: float, block: int = 1024) -> Iterator[tuple[int, int]]:
+    """Pairs (a < b) of rows whose dot product is at least `threshold`, in row order; the similarity
+    matrix is computed a block of rows at a time, so memory stays at `block` x n whatever n is."""
+    n = len(vecs)
+    for start in range(0, n, block):
+        sims = vecs[start:start + block] @ vecs.T
+        rows, cols = np.nonzero(sims >= threshold)
+        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+            if start + r < c:
+                yield start + r, c

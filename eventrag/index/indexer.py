@@ -7,12 +7,12 @@
   no duplicates and a rerun finishes the job (LLM calls come back from the content-hash cache);
 - extraction that fails (an LLM server down, output unusable) leaves the document `failed`, not
   `done`: its chunks stay searchable, and the next run retries it (reported as retried);
-- identity: a file's document id is ``<corpus tag>/<path relative to the corpus root>``; the tag names
-  the root folder and is recorded on each Document node with the root's absolute path, so one root
-  keeps its tag across runs and a second root with the same folder name gets ``name~2``. Two files
-  with one name in different folders, or in two corpora of one index, never replace each other;
-- prune: a re-index of a folder removes its documents whose files are gone (``prune=False`` keeps
-  them); a file that exists but cannot be read this time is never pruned;
+- identity: a file's document id is ``<corpus name>/<path relative to the corpus root>``; roots and
+  their names are shared by the indexes of a home (`eventrag.index.corpora`), so a file keeps its id
+  whether its folder, a sub-folder or the file alone is indexed, and a moved root keeps its documents;
+- large documents are indexed a slice of chunks at a time (`slice_chunks`), with progress per slice;
+- prune: a re-index of a folder removes the documents whose files were in it and are gone
+  (``prune=False`` keeps them); a file that exists but cannot be read this time is never pruned;
 - `delete(doc_id)` removes a document's chunks, events, edges and vectors (shared entities lose only
   this document's provenance).
 """
@@ -28,24 +28,15 @@ from typing import Any
 from eventrag.embed import Embedder
 from eventrag.graph_io import StoreEntityIndex, chunk_node, event_node, event_text
 from eventrag.index.chunking import ChunkingConfig, chunk_document
-from eventrag.index.documents import (
-    DEFAULT_MAX_BYTES,
-    CorpusScan,
-    DocumentError,
-    UnreadableDocument,
-    corpus_tags,
-    document_id_problem,
-    load_file,
-    new_tag,
-    scan_corpus,
-    within_known_root,
-    without_nul,
-)
-from eventrag.index.extract import Extractor, entity_key
+from eventrag.index.corpora import CorpusRegistry, KnownDocument, inside, known_documents
+from eventrag.index.corpus_load import CorpusLoader, LoadedCorpora
+from eventrag.index.documents import DEFAULT_MAX_BYTES, document_id_problem, without_nul
+from eventrag.index.edges import add_locations, extracted_edges
+from eventrag.index.extract import Extractor
 from eventrag.index.fusion import EntityFuser
 from eventrag.index.infer import ExpansionConfig, refresh_inferred
-from eventrag.index.summary import IndexProgress, IndexSummary, Progress, SkippedFile
-from eventrag.schema import Chunk, ChunkExtraction, Document, Entity
+from eventrag.index.summary import IndexProgress, IndexSummary, Progress, SkippedFile, SliceReport
+from eventrag.schema import Chunk, ChunkExtraction, Document, Entity, Event
 from eventrag.storage.base import Edge, GraphStore, Node, VectorStore
 
 
@@ -58,15 +49,19 @@ class Indexer:
     def __init__(self, graph: GraphStore, vectors: VectorStore, embedder: Embedder, extractor: Extractor, *,
                  collections: dict[str, str], chunking: ChunkingConfig | None = None, fusion_threshold: float = 0.9,
                  expansion: ExpansionConfig | None = None, batch_docs: int = 32,
-                 max_file_bytes: int = DEFAULT_MAX_BYTES, on_change: Callable[[], None] | None = None) -> None:
+                 max_file_bytes: int = DEFAULT_MAX_BYTES, on_change: Callable[[], None] | None = None,
+                 corpora: CorpusRegistry | None = None, slice_chunks: int = 64) -> None:
         self.graph, self.vectors, self.embedder, self.extractor = graph, vectors, embedder, extractor
         self.collections = collections  # kind ("chunks", "events", "entities") -> collection name
         self.chunking = chunking or ChunkingConfig()
         self.expansion = expansion or ExpansionConfig()
         self.batch_docs = max(1, batch_docs)
+        self.slice_chunks = max(1, slice_chunks)
+        self.corpora = corpora or CorpusRegistry()  # corpus roots shared by the indexes of a home
         self.max_file_bytes = max_file_bytes
         self.on_change = on_change
         self._touched: set[str] = set()  # entities of purged documents, until the inferred edges are refreshed
+        self._hubs: set[str] = set()  # entities with too many events to link, while nothing is removed
         self.entity_index = StoreEntityIndex(graph, vectors, collections["entities"])
         self.fuser = EntityFuser(embedder, self.entity_index, threshold=fusion_threshold)
         for name in collections.values():
@@ -76,51 +71,40 @@ class Indexer:
     def index_paths(self, paths: Iterable[str | Path], progress: Progress | None = None, *,
                     prune: bool = True) -> IndexSummary:
         """Index files and folders; with `prune`, documents of an indexed folder whose files are gone
-        are removed. Unreadable, binary, empty, oversized or linked-out files are skipped with a reason."""
+        are removed. Unreadable, binary, empty, oversized, hidden or linked-out files are skipped with a
+        reason; a corpus root moved to a new folder keeps its documents (`eventrag.index.corpora`)."""
         t0 = time.perf_counter()
         summary = IndexSummary(extractor=self.extractor.name)
-        known = self._known_documents()
-        roots = corpus_tags(known)
-        docs: list[Document] = []
-        scans: list[tuple[CorpusScan, set[str]]] = []  # (scan, ids kept even if not seen this run)
-        for given in paths:
-            scan = within_known_root(scan_corpus(Path(given)), roots)
-            tag = roots.setdefault(str(scan.root), new_tag(scan.root, set(roots.values())))
-            loaded, unloaded = self._load_corpus(scan, tag, summary)
-            docs += loaded
-            scans.append((scan, unloaded))
-        summary.add(self.index_documents(docs, progress=progress))
+        known = known_documents(self._known_documents())
+        loader = CorpusLoader(self.corpora, known, self._hash, self.max_file_bytes)
+        loaded = loader.load(paths, summary)
+        self._record_moves(known, loaded.moves)
+        summary.add(self.index_documents(loaded.docs, progress=progress))
         if prune:
-            self._prune(scans, known, {d.doc_id for d in docs}, summary)
+            self._prune(known, loaded, summary)
         summary.elapsed_s = round(time.perf_counter() - t0, 3)
         return summary
 
-    def _load_corpus(self, scan: CorpusScan, tag: str, summary: IndexSummary) -> tuple[list[Document], set[str]]:
-        """The documents of one scanned root, and the ids never to prune this run: files that exist but
-        could not be read (``tag/rel``) and folders that could not be listed (``tag/dir/`` prefixes)."""
-        summary.skipped += [SkippedFile(source=src, reason=why) for src, why in scan.skipped]
-        docs: list[Document] = []
-        unloaded = {f"{tag}/{d}/" if d else f"{tag}/" for d in scan.unreadable}
-        for path, rel in scan.files:
-            doc_id = f"{tag}/{rel}"
-            try:
-                loaded = load_file(path, doc_id, max_bytes=self.max_file_bytes)
-            except DocumentError as exc:
-                summary.skipped.append(SkippedFile(source=str(path), reason=str(exc)))
-                if isinstance(exc, UnreadableDocument):  # empty, binary, too large: not a document any more
-                    unloaded.add(doc_id)
-                continue
-            for d in loaded:
-                d.meta.update(corpus=tag, corpus_root=str(scan.root))
-            docs += loaded
-        return docs, unloaded
+    def _hash(self, doc: Document) -> str:
+        return content_hash(doc, self.extractor.name, self.chunking)
 
-    def _prune(self, scans: list[tuple[CorpusScan, set[str]]], known: list[Node], present: set[str],
-               summary: IndexSummary) -> None:
-        """Remove the documents of each scanned folder whose files are gone (single files prune nothing)."""
-        gone = list(dict.fromkeys(
-            n.id for scan, unloaded in scans if not scan.single for n in known
-            if n.props.get("corpus_root") == str(scan.root) and n.id not in present and not _kept(n.id, unloaded)))
+    def _record_moves(self, known: list[KnownDocument], moves: dict[str, str]) -> None:
+        """The documents of a moved root now live under its new folder (their ids do not change)."""
+        moved = [d for d in known if d.root in moves]
+        if moved:
+            self.graph.upsert_nodes([Node(id=d.doc_id, label="Document", doc_ids=[d.doc_id],
+                                          props={"corpus_root": moves[d.root], "path": d.rel}) for d in moved])
+
+    def _prune(self, known: list[KnownDocument], loaded: LoadedCorpora, summary: IndexSummary) -> None:
+        """Remove the documents of each scanned folder whose files are gone (single files prune nothing);
+        what exists but could not be read this run is kept."""
+        present = {d.doc_id for d in loaded.docs}
+        gone = []
+        for d in known:
+            location = Path(loaded.moves.get(d.root, d.root)) / d.rel
+            if d.doc_id not in present and any(inside(location, f) for f in loaded.folders) \
+                    and not loaded.keeps(location):
+                gone.append(d.doc_id)
         for doc_id in gone:
             self._purge(doc_id)
         if gone:
@@ -132,31 +116,52 @@ class Indexer:
         summary.pruned = gone[:20]
 
     def index_documents(self, docs: Sequence[Document], progress: Progress | None = None) -> IndexSummary:
+        """Index `docs` in batches of `batch_docs` documents; `progress` hears after every batch, and
+        after every slice of `slice_chunks` chunks of a batch that has more."""
         t0 = time.perf_counter()
         summary = IndexSummary(extractor=self.extractor.name, docs_seen=len(docs))
-        seen: set[str] = set()
-        unique: list[Document] = []
-        for d in docs:
-            d = without_nul(d)
-            problem = document_id_problem(d.doc_id)
-            if problem:
-                summary.skipped.append(SkippedFile(source=d.source or d.doc_id[:80], reason=problem))
-            elif d.doc_id not in seen:
-                seen.add(d.doc_id)
-                unique.append(d)
+        unique = self._unique(docs, summary)
         for start in range(0, len(unique), self.batch_docs):
             batch = unique[start:start + self.batch_docs]
-            summary.add(self._index_batch(batch))
-            if progress is not None:
-                progress(IndexProgress(docs_done=min(start + len(batch), len(unique)), docs_total=len(unique),
-                                       chunks=summary.chunks, events=summary.events, entities=summary.entities,
-                                       elapsed_s=time.perf_counter() - t0,
-                                       current=batch[-1].source or batch[-1].doc_id))
+            current = batch[-1].source or batch[-1].doc_id
+
+            def report(part: IndexSummary | None, done: int, total: int, docs_done: int = start,
+                       batch_docs: int = len(batch), current: str = current) -> None:
+                if progress is None:
+                    return
+                events = summary.events + (part.events if part else 0)
+                entities = summary.entities + (part.entities if part else 0)
+                progress(IndexProgress(docs_done=docs_done, docs_total=len(unique), chunks=summary.chunks + done,
+                                       events=events, entities=entities, elapsed_s=time.perf_counter() - t0,
+                                       current=current, batch_docs=batch_docs, batch_chunks_done=done,
+                                       batch_chunks_total=total))
+
+            summary.add(self._index_batch(batch, report))
+            report(None, 0, 0, docs_done=min(start + len(batch), len(unique)), batch_docs=0)
         summary.docs_seen = len(docs)
         summary.elapsed_s = time.perf_counter() - t0
         if self.on_change is not None:
             self.on_change()
         return summary
+
+    @staticmethod
+    def _unique(docs: Sequence[Document], summary: IndexSummary) -> list[Document]:
+        """`docs` without NULs, each id once: the same document reached twice (overlapping folders) is
+        indexed once, another document under a taken id is skipped with the reason, as is an id that
+        cannot be stored."""
+        seen: dict[str, Document] = {}
+        for d in docs:
+            d = without_nul(d)
+            problem = document_id_problem(d.doc_id)
+            first = seen.get(d.doc_id)
+            if problem:
+                summary.skipped.append(SkippedFile(source=d.source or d.doc_id[:80], reason=problem))
+            elif first is None:
+                seen[d.doc_id] = d
+            elif (first.text, first.title, first.date) != (d.text, d.title, d.date):
+                summary.skipped.append(SkippedFile(source=d.source or d.doc_id[:80], reason=(
+                    f"document id {d.doc_id!r} is given twice with different texts; the first is indexed")))
+        return list(seen.values())
 
     def delete(self, doc_id: str) -> bool:
         """Remove a document and everything only it produced; False if it was not indexed."""
@@ -180,6 +185,7 @@ class Indexer:
     def _purge(self, doc_id: str) -> None:
         ents = [n.id for n in self.graph.find_nodes("Entity", doc_id=doc_id, limit=1_000_000)]
         self._touched.update(ents)
+        self._hubs.clear()  # their event counts fall: any may link again
         self.graph.delete_document(doc_id)
         for kind in ("chunks", "events"):
             self.vectors.delete(self.collections[kind], filter={"doc_id": doc_id})
@@ -189,47 +195,29 @@ class Indexer:
             if gone:
                 self.vectors.delete(self.collections["entities"], ids=gone)
 
-    def _index_batch(self, batch: list[Document]) -> IndexSummary:
+    def _index_batch(self, batch: list[Document], report: SliceReport) -> IndexSummary:
         s = IndexSummary(extractor=self.extractor.name)
-        hashes = {d.doc_id: content_hash(d, self.extractor.name, self.chunking) for d in batch}
-        existing = {n.id: n for n in self.graph.get_nodes([d.doc_id for d in batch])}
-        todo: list[Document] = []
-        for d in batch:
-            node = existing.get(d.doc_id)
-            if node is not None and node.label == "Document" and node.props.get("status") == "done" \
-                    and node.props.get("hash") == hashes[d.doc_id]:
-                s.docs_unchanged += 1
-                continue
-            if node is not None:
-                status = node.props.get("status")
-                s.docs_resumed += int(status == "pending")
-                s.docs_retried += int(status == "failed")
-                self._purge(d.doc_id)
-            todo.append(d)
+        todo = self._changed(batch, s)
         if not todo:
             return s
+        hashes = {d.doc_id: self._hash(d) for d in todo}
         self.graph.upsert_nodes([Node(id=d.doc_id, label="Document", doc_ids=[d.doc_id], props={
             "name": d.title or d.doc_id, "source": d.source, "date": d.date, "hash": hashes[d.doc_id],
             "status": "pending", "time_start": d.date, "time_end": d.date,
-            **{k: d.meta[k] for k in ("corpus", "corpus_root") if k in d.meta}}) for d in todo])
-        chunks: list[Chunk] = [c for d in todo for c in chunk_document(d, self.chunking)]
+            **{k: d.meta[k] for k in ("corpus", "corpus_root", "path") if k in d.meta}}) for d in todo])
         dates = {d.doc_id: d.date for d in todo}
+        chunks: list[Chunk] = [c for d in todo for c in chunk_document(d, self.chunking)]
         failed_docs: set[str] = set()
-        new_events: list[str] = []
-        if chunks:
-            self.graph.upsert_nodes([chunk_node(c) for c in chunks])
-            self.graph.upsert_edges([Edge(src=c.chunk_id, dst=c.doc_id, type="PART_OF", doc_ids=[c.doc_id])
-                                     for c in chunks])
-            extractions = list(self.extractor.extract_many((c, dates[c.doc_id]) for c in chunks))
-            vecs, event_vecs = self._embed_chunks(chunks, extractions)
-            self.vectors.upsert(self.collections["chunks"], [c.chunk_id for c in chunks], vecs,
-                                [{"doc_id": c.doc_id} for c in chunks])
-            new_events = self._write_graph(chunks, extractions, s, event_vecs)
-            doc_of = {c.chunk_id: c.doc_id for c in chunks}
-            failed_docs = {doc_of[e.chunk_id] for e in extractions if e.failed and e.chunk_id in doc_of}
-        n = self._refresh_inferred(new_events)
-        s.inferred_edges += n
-        s.edges += n
+        # a slice at a time: extraction, vectors (late chunking holds every token vector of its texts)
+        # and fusion stay bounded by the slice however long a document is
+        for start in range(0, len(chunks), self.slice_chunks):
+            part = chunks[start:start + self.slice_chunks]
+            failed_docs |= self._index_slice(part, dates, s)
+            if start + len(part) < len(chunks):
+                report(s, start + len(part), len(chunks))
+        if not chunks:
+            s.edges += (n := self._refresh_inferred([]))
+            s.inferred_edges += n
         self._flush()  # vectors durable before a document is marked done
         # a document whose extraction failed is not done: the next run retries it (its chunks stay searchable)
         self.graph.upsert_nodes([Node(id=d.doc_id, label="Document", doc_ids=[d.doc_id], props={
@@ -239,6 +227,42 @@ class Indexer:
         s.docs_indexed = len(todo) - len(failed_docs)
         s.chunks = len(chunks)
         return s
+
+    def _changed(self, batch: list[Document], s: IndexSummary) -> list[Document]:
+        """The documents of `batch` to (re)build: new, changed, or left pending or failed by an earlier
+        run (whose remains are purged first); unchanged finished ones are counted and left alone."""
+        existing = {n.id: n for n in self.graph.get_nodes([d.doc_id for d in batch])}
+        todo: list[Document] = []
+        for d in batch:
+            node = existing.get(d.doc_id)
+            if node is not None and node.label == "Document" and node.props.get("status") == "done" \
+                    and node.props.get("hash") == self._hash(d):
+                s.docs_unchanged += 1
+                continue
+            if node is not None:
+                status = node.props.get("status")
+                s.docs_resumed += int(status == "pending")
+                s.docs_retried += int(status == "failed")
+                self._purge(d.doc_id)
+            todo.append(d)
+        return todo
+
+    def _index_slice(self, chunks: list[Chunk], dates: dict[str, str | None], s: IndexSummary) -> set[str]:
+        """Write a slice of chunks with their extractions and vectors; returns the documents whose
+        extraction failed in it."""
+        self.graph.upsert_nodes([chunk_node(c) for c in chunks])
+        self.graph.upsert_edges([Edge(src=c.chunk_id, dst=c.doc_id, type="PART_OF", doc_ids=[c.doc_id])
+                                 for c in chunks])
+        extractions = list(self.extractor.extract_many((c, dates[c.doc_id]) for c in chunks))
+        vecs, event_vecs = self._embed_chunks(chunks, extractions)
+        self.vectors.upsert(self.collections["chunks"], [c.chunk_id for c in chunks], vecs,
+                            [{"doc_id": c.doc_id} for c in chunks])
+        new_events = self._write_graph(chunks, extractions, s, event_vecs)
+        n = self._refresh_inferred(new_events)
+        s.inferred_edges += n
+        s.edges += n
+        doc_of = {c.chunk_id: c.doc_id for c in chunks}
+        return {doc_of[e.chunk_id] for e in extractions if e.failed and e.chunk_id in doc_of}
 
     def _embed_chunks(self, chunks: list[Chunk], extractions: list[ChunkExtraction]) -> tuple[Any, dict[str, Any]]:
         """Chunk vectors, and the vectors of the events whose text is a sentence of their chunk (the rule
@@ -269,7 +293,6 @@ class Indexer:
     def _write_graph(self, chunks: list[Chunk], extractions: list[ChunkExtraction], s: IndexSummary,
                      event_vecs: dict[str, Any] | None = None) -> list[str]:
         """Write the batch's entities, events and extracted edges; returns the new event ids."""
-        by_chunk = {c.chunk_id: c for c in chunks}
         for ext in extractions:
             s.llm_calls += ext.llm_calls
             s.llm_cached += ext.cached_calls
@@ -278,60 +301,27 @@ class Indexer:
                 s.failures = (s.failures + [f"{ext.chunk_id}: {ext.error}"])[:20]
         fused = self.fuser.fuse(extractions)
         s.entity_merges += len(fused.merges)
-        emap = fused.id_map
-        entities = fused.entities
-        need_vec = set(fused.new_ids)
         events = [ev for ext in extractions for ev in ext.events]
-        # locations become entities too (LOCATED_IN needs an end node)
-        for ev in events:
-            if ev.location and entity_key(ev.location) not in emap:
-                loc = Entity(entity_id=entity_key(ev.location), name=ev.location, type="LOCATION",
-                             chunk_ids=ev.chunk_ids, doc_ids=ev.doc_ids)
-                entities.setdefault(loc.entity_id, loc)
-                emap[loc.entity_id] = loc.entity_id
-                need_vec.add(loc.entity_id)
+        need_vec = set(fused.new_ids) | add_locations(events, fused.entities, fused.id_map)
         nodes = [Node(id=e.entity_id, label="Entity", doc_ids=e.doc_ids, props={
             "name": e.name, "type": e.type, "description": e.description, "aliases": e.aliases})
-            for e in entities.values()]
+            for e in fused.entities.values()]
         nodes += [event_node(ev) for ev in events]
         self.graph.upsert_nodes(nodes)
-        edges: dict[tuple[str, str, str], Edge] = {}
-
-        def add(src: str, typ: str, dst: str, doc_ids: list[str], **props: object) -> None:
-            key = (src, typ, dst)
-            if src == dst:
-                return
-            if key in edges:
-                edges[key].doc_ids = list(dict.fromkeys(edges[key].doc_ids + doc_ids))
-            else:
-                edges[key] = Edge(src=src, type=typ, dst=dst, doc_ids=doc_ids, props=dict(props))  # type: ignore[arg-type]
-
-        for ext in extractions:
-            chunk = by_chunk[ext.chunk_id]
-            title_key = entity_key(chunk.title) if chunk.title else None
-            for ent in ext.entities:
-                eid = emap.get(ent.entity_id, ent.entity_id)
-                add(eid, "MENTIONED_IN", chunk.chunk_id, [chunk.doc_id], topic=ent.entity_id == title_key)
-            for ev in ext.events:
-                add(ev.event_id, "MENTIONED_IN", chunk.chunk_id, [chunk.doc_id])
-                for p in ev.participants:
-                    eid = emap.get(entity_key(p.entity))
-                    if eid:
-                        add(eid, "PARTICIPATES_IN", ev.event_id, [chunk.doc_id], role=p.role)
-                if ev.location:
-                    add(ev.event_id, "LOCATED_IN", emap[entity_key(ev.location)], [chunk.doc_id])
-            for rel in ext.relations:
-                src, dst = emap.get(rel.source, rel.source), emap.get(rel.target, rel.target)
-                typ = rel.type
-                if typ == "AFTER":
-                    src, dst, typ = dst, src, "BEFORE"
-                add(src, typ, dst, [chunk.doc_id], weight=rel.weight)
+        by_chunk = {c.chunk_id: c for c in chunks}
         known = {n.id for n in nodes} | set(by_chunk)
-        valid = [e for e in edges.values() if e.src in known and e.dst in known]
+        valid = [e for e in extracted_edges(extractions, by_chunk, fused.id_map).values()
+                 if e.src in known and e.dst in known]
         self.graph.upsert_edges(valid)
         s.edges += len(valid)
-        # vectors: new entities and all events of the batch
-        new_ents = [entities[i] for i in entities if i in need_vec]
+        self._write_vectors([fused.entities[i] for i in fused.entities if i in need_vec], events, event_vecs or {})
+        s.events += len(events)
+        s.entities += len(fused.new_ids)
+        return [ev.event_id for ev in events]
+
+    def _write_vectors(self, new_ents: list[Entity], events: list[Event], event_vecs: dict[str, Any]) -> None:
+        """Vectors of the new entities (the fuser's name vectors where it made them) and of all events
+        of the batch (late-chunking span vectors where the embedder gave them)."""
         if new_ents:
             missing = [e.name for e in new_ents if e.entity_id not in self.fuser.vectors]
             fresh = iter(self.embedder.embed(missing)) if missing else iter(())
@@ -341,23 +331,14 @@ class Indexer:
                                 [{"doc_id": e.doc_ids[0] if e.doc_ids else ""} for e in new_ents])
         self.fuser.vectors.clear()
         if events:
-            known = event_vecs or {}
-            missing = [ev for ev in events if ev.event_id not in known]
-            fresh = iter(self.embedder.embed([event_text(ev) for ev in missing])) if missing else iter(())
-            vecs = [known[ev.event_id] if ev.event_id in known else next(fresh) for ev in events]
+            missing_ev = [ev for ev in events if ev.event_id not in event_vecs]
+            fresh = iter(self.embedder.embed([event_text(ev) for ev in missing_ev])) if missing_ev else iter(())
+            vecs = [event_vecs[ev.event_id] if ev.event_id in event_vecs else next(fresh) for ev in events]
             self.vectors.upsert(self.collections["events"], [ev.event_id for ev in events], vecs,
                                 [{"doc_id": ev.doc_ids[0]} for ev in events])
-        s.events += len(events)
-        s.entities += len(fused.new_ids)
-        return [ev.event_id for ev in events]
 
     def _refresh_inferred(self, new_events: list[str]) -> int:
         """Recompute the inferred edges around new events and purged documents (`infer.refresh_inferred`),
         so they do not depend on the order documents came in; returns the net change."""
         touched, self._touched = sorted(self._touched), set()
-        return refresh_inferred(self.graph, new_events, touched, self.expansion)
-
-
-def _kept(doc_id: str, unloaded: set[str]) -> bool:
-    """True when `doc_id` is (a record of) a file, or lies in a folder, that could not be read this run."""
-    return any(doc_id == u or doc_id.startswith(u if u.endswith("/") else u + "#") for u in unloaded)
+        return refresh_inferred(self.graph, new_events, touched, self.expansion, self._hubs)

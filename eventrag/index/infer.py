@@ -33,8 +33,11 @@ def _time(node: Node) -> EventTime:
 
 
 def expand_shared_participants(graph: GraphStore, new_event_ids: Sequence[str],
-                               config: ExpansionConfig | None = None) -> list[Edge]:
-    """Inferred BEFORE (disjoint times) or RELATED_TO (overlapping) edges from each new event to events sharing a participant within max_days."""
+                               config: ExpansionConfig | None = None, hubs: set[str] | None = None) -> list[Edge]:
+    """Inferred BEFORE (disjoint times) or RELATED_TO (overlapping) edges from each new event to events sharing a participant within max_days.
+
+    `hubs`: entities known to take part in more than `max_events_per_entity` events (their events are
+    not loaded again); the hubs found are added to it."""
     cfg = config or ExpansionConfig()
     if not new_event_ids:
         return []
@@ -50,31 +53,33 @@ def expand_shared_participants(graph: GraphStore, new_event_ids: Sequence[str],
         return []
     # entity -> all events it participates in (old and new)
     events_of: dict[str, set[str]] = {}
-    for e in graph.get_edges(all_entities, edge_types=["PARTICIPATES_IN"]):
+    for e in graph.get_edges([x for x in all_entities if x not in (hubs or ())], edge_types=["PARTICIPATES_IN"]):
         if e.src in entities_of.get(e.dst, ()) or e.src in all_entities:
             events_of.setdefault(e.src, set()).add(e.dst)
+    if hubs is not None:
+        hubs.update(k for k, v in events_of.items() if len(v) > cfg.max_events_per_entity)
     events_of = {k: v for k, v in events_of.items() if len(v) <= cfg.max_events_per_entity}
     wanted = sorted({ev for v in events_of.values() for ev in v} | new_set)
     nodes = {n.id: n for n in graph.get_nodes(wanted)}
+    times = {i: _time(n) for i, n in nodes.items()}  # each node's time and chunks read once, not per pair
+    chunks = {i: set(n.props.get("chunk_ids", [])) for i, n in nodes.items()}
     edges: dict[tuple[str, str], Edge] = {}
     for ev in new_event_ids:
-        src = nodes.get(ev)
-        if src is None or _time(src).start is None:
+        if ev not in nodes or times[ev].start is None:
             continue
         links: list[tuple[float, str, str]] = []
         for ent in entities_of.get(ev, ()):
             for other in events_of.get(ent, ()):
-                dst = nodes.get(other)
-                if other == ev or dst is None or set(dst.props.get("chunk_ids", [])) & set(src.props.get("chunk_ids", [])):
+                if other == ev or other not in nodes or chunks[other] & chunks[ev]:
                     continue  # same chunk: the extractor already relates them
-                gap = days_between(_time(src), _time(dst))
+                gap = days_between(times[ev], times[other])
                 if gap is not None and gap <= cfg.max_days:
                     links.append((gap, other, ent))
         for gap, other, ent in sorted(links)[: cfg.max_links_per_event]:
             a, b = sorted((ev, other))
             if (a, b) not in edges:
                 docs = list(dict.fromkeys(nodes[a].doc_ids + nodes[b].doc_ids))
-                ta, tb = _time(nodes[a]), _time(nodes[b])
+                ta, tb = times[a], times[b]
                 # disjoint times give a temporal order; overlapping ones only a generic link
                 if gap > 0:
                     first, second = (a, b) if (ta.end or ta.start or "") < (tb.start or "") else (b, a)
@@ -91,11 +96,14 @@ INFERRED_TYPES = ("BEFORE", "RELATED_TO")
 
 
 def refresh_inferred(graph: GraphStore, new_event_ids: Sequence[str], touched_entities: Sequence[str] = (),
-                     config: ExpansionConfig | None = None) -> int:
+                     config: ExpansionConfig | None = None, hubs: set[str] | None = None) -> int:
     """Bring the inferred edges around a change to what a clean index of the same documents holds.
 
     `new_event_ids`: events just written; `touched_entities`: entities of documents just removed (their
-    events are gone). Returns the net change in the number of inferred edges."""
+    events are gone). `hubs`: entities known to be hubs since the last removal (events only added since,
+    so they still are: their events are never loaded again, which keeps a long document's slices from
+    re-reading every event of its title); the caller empties it when it removes documents. Returns the
+    net change in the number of inferred edges."""
     cfg = config or ExpansionConfig()
     new = set(new_event_ids)
     added: dict[str, int] = {}  # entity -> how many of the new events it takes part in
@@ -103,8 +111,9 @@ def refresh_inferred(graph: GraphStore, new_event_ids: Sequence[str], touched_en
         if e.dst in new:
             added[e.src] = added.get(e.src, 0) + 1
     entities = set(added) | set(touched_entities)
+    load = sorted(entities - (hubs or set()) if not touched_entities else entities)
     events_of: dict[str, set[str]] = {}
-    for e in graph.get_edges(sorted(entities), edge_types=["PARTICIPATES_IN"]) if entities else []:
+    for e in graph.get_edges(load, edge_types=["PARTICIPATES_IN"]) if load else []:
         if e.src in entities:
             events_of.setdefault(e.src, set()).add(e.dst)
     affected = set(new)
@@ -120,7 +129,7 @@ def refresh_inferred(graph: GraphStore, new_event_ids: Sequence[str], touched_en
     before = old | ({e.key for e in _inferred_touching(graph, neighbours)} if neighbours else set())
     if old:
         graph.delete_edges(sorted(old))
-    edges = expand_shared_participants(graph, sorted(pickers), cfg)
+    edges = expand_shared_participants(graph, sorted(pickers), cfg, hubs)
     if edges:
         graph.upsert_edges(edges)
     return len((before - old) | {e.key for e in edges}) - len(before)

@@ -70,68 +70,15 @@ class RuleExtractor:
     def extract(self, chunk: Chunk, doc_date: str | None = None) -> ChunkExtraction:
         out = ChunkExtraction(chunk_id=chunk.chunk_id)
         ents: dict[str, Entity] = {}
-
-        def add_entity(name: str, etype: str = "OTHER", desc: str = "") -> Entity:
-            key = norm_name(name)
-            if key not in ents:
-                ents[key] = Entity(entity_id=entity_key(name), name=name, type=etype, description=desc[:300],
-                                   chunk_ids=[chunk.chunk_id], doc_ids=[chunk.doc_id])
-            return ents[key]
-
         title = chunk.title.strip()
         if title:
             first = split_sentences(chunk.text)[:1]
-            add_entity(title, "OTHER", chunk.text[first[0][0]:first[0][1]] if first else "")
+            _add_entity(ents, chunk, title, "OTHER", chunk.text[first[0][0]:first[0][1]] if first else "")
         dated: list[Event] = []
         prev_event: Event | None = None
         for s, e in split_sentences(chunk.text):
-            sent = chunk.text[s:e]
-            dates = find_dates(sent)
-            masked = sent
-            for ds, de, _t in dates:  # dates are not names
-                masked = masked[:ds] + " " * (de - ds) + masked[de:]
-            names = find_entities(masked)
-            for _, n in names:
-                add_entity(n)
-            if sent.lstrip().startswith("#") or _META_LINE.match(sent):
-                prev_event = None  # headings and "Date: ..." lines are metadata, not events
-                continue
-            cue = _CAUSAL.search(sent)
-            has_verb_between = len(names) >= 2 and bool(
-                _VERBISH.search(sent[names[0][0] + len(names[0][1]):names[1][0]]))
-            if not dates and not has_verb_between and not (cue and names):
-                prev_event = None
-                continue
-            time = dates[0][2] if dates else EventTime()
-            location = None
-            parts: list[Participant] = []
-            for i, (off, n) in enumerate(names):
-                if _LOC_PREP.search(sent[max(0, off - 8):off]) and location is None and i > 0:
-                    location = n
-                    ents[norm_name(n)].type = "LOCATION"
-                else:
-                    parts.append(Participant(entity=n, role="subject" if i == 0 else "participant"))
-            if title and norm_name(title) not in {norm_name(p.entity) for p in parts}:
-                parts.insert(0, Participant(entity=title, role="topic"))
-            ev = Event(event_id=event_key(chunk.chunk_id, f"S{s}", sent[:60]), title=sent[:120],
-                       description=sent[:400], time=time, location=location, participants=parts[:8],
-                       chunk_ids=[chunk.chunk_id], doc_ids=[chunk.doc_id])
-            out.events.append(ev)
-            for p in ev.participants:
-                out.relations.append(Relation(source=entity_key(p.entity), target=ev.event_id, type="PARTICIPATES_IN",
-                                              chunk_ids=[chunk.chunk_id]))
-            if location:
-                out.relations.append(Relation(source=ev.event_id, target=entity_key(location), type="LOCATED_IN",
-                                              chunk_ids=[chunk.chunk_id]))
-            if cue and prev_event is not None:
-                forward = cue.group(1).lower() in {"as a result", "therefore", "consequently"}
-                src, dst = (prev_event, ev) if forward else (ev, prev_event)
-                if cue.group(1).lower() in {"led to", "leads to", "resulted in", "results in", "caused", "causes",
-                                            "triggered", "prompted"}:
-                    src, dst = prev_event, ev
-                out.relations.append(Relation(source=src.event_id, target=dst.event_id, type="CAUSES",
-                                              chunk_ids=[chunk.chunk_id], weight=0.8))
-            if time.start:
+            ev = _sentence_event(chunk, s, chunk.text[s:e], title, ents, out, prev_event)
+            if ev is not None and ev.time.start:
                 dated.append(ev)
             prev_event = ev
         dated.sort(key=lambda x: x.time.start or "")
@@ -145,3 +92,60 @@ class RuleExtractor:
     def extract_many(self, items: Iterable[tuple[Chunk, str | None]]) -> Iterator[ChunkExtraction]:
         for chunk, doc_date in items:
             yield self.extract(chunk, doc_date)
+
+
+def _add_entity(ents: dict[str, Entity], chunk: Chunk, name: str, etype: str = "OTHER", desc: str = "") -> Entity:
+    key = norm_name(name)
+    if key not in ents:
+        ents[key] = Entity(entity_id=entity_key(name), name=name, type=etype, description=desc[:300],
+                           chunk_ids=[chunk.chunk_id], doc_ids=[chunk.doc_id])
+    return ents[key]
+
+
+def _sentence_event(chunk: Chunk, start: int, sent: str, title: str, ents: dict[str, Entity],
+                    out: ChunkExtraction, prev_event: Event | None) -> Event | None:
+    """The sentence's names become entities; a sentence with a date, a verb between two names or a
+    causal cue becomes an event (added to `out` with its relations, CAUSES to `prev_event` on a cue)."""
+    dates = find_dates(sent)
+    masked = sent
+    for ds, de, _t in dates:  # dates are not names
+        masked = masked[:ds] + " " * (de - ds) + masked[de:]
+    names = find_entities(masked)
+    for _, n in names:
+        _add_entity(ents, chunk, n)
+    if sent.lstrip().startswith("#") or _META_LINE.match(sent):
+        return None  # headings and "Date: ..." lines are metadata, not events
+    cue = _CAUSAL.search(sent)
+    has_verb_between = len(names) >= 2 and bool(_VERBISH.search(sent[names[0][0] + len(names[0][1]):names[1][0]]))
+    if not dates and not has_verb_between and not (cue and names):
+        return None
+    location = None
+    parts: list[Participant] = []
+    for i, (off, n) in enumerate(names):
+        if _LOC_PREP.search(sent[max(0, off - 8):off]) and location is None and i > 0:
+            location = n
+            ents[norm_name(n)].type = "LOCATION"
+        else:
+            parts.append(Participant(entity=n, role="subject" if i == 0 else "participant"))
+    if title and norm_name(title) not in {norm_name(p.entity) for p in parts}:
+        parts.insert(0, Participant(entity=title, role="topic"))
+    ev = Event(event_id=event_key(chunk.chunk_id, f"S{start}", sent[:60]), title=sent[:120], description=sent[:400],
+               time=dates[0][2] if dates else EventTime(), location=location, participants=parts[:8],
+               chunk_ids=[chunk.chunk_id], doc_ids=[chunk.doc_id])
+    out.events.append(ev)
+    out.relations += [Relation(source=entity_key(p.entity), target=ev.event_id, type="PARTICIPATES_IN",
+                               chunk_ids=[chunk.chunk_id]) for p in ev.participants]
+    if location:
+        out.relations.append(Relation(source=ev.event_id, target=entity_key(location), type="LOCATED_IN",
+                                      chunk_ids=[chunk.chunk_id]))
+    if cue and prev_event is not None:
+        out.relations.append(_causal(cue.group(1).lower(), prev_event, ev, chunk.chunk_id))
+    return ev
+
+
+def _causal(cue: str, prev_event: Event, ev: Event, chunk_id: str) -> Relation:
+    """CAUSES between the previous sentence's event and this one, in the direction the cue says."""
+    forward = cue in {"as a result", "therefore", "consequently", "led to", "leads to", "resulted in", "results in",
+                      "caused", "causes", "triggered", "prompted"}
+    src, dst = (prev_event, ev) if forward else (ev, prev_event)
+    return Relation(source=src.event_id, target=dst.event_id, type="CAUSES", chunk_ids=[chunk_id], weight=0.8)

@@ -18,6 +18,17 @@ class IndexProgress(BaseModel):
     entities: int = 0
     elapsed_s: float = 0.0
     current: str = ""  # source (or id) of the last document of the batch
+    # within a batch being indexed (0 between batches): its documents, and its chunks done of all
+    batch_docs: int = 0
+    batch_chunks_done: int = 0
+    batch_chunks_total: int = 0
+
+    @property
+    def docs_progress(self) -> float:
+        """Documents done, counting the batch being indexed by its share of chunks done."""
+        if self.batch_docs and self.batch_chunks_total:
+            return self.docs_done + self.batch_docs * self.batch_chunks_done / self.batch_chunks_total
+        return float(self.docs_done)
 
     @property
     def chunks_per_min(self) -> float:
@@ -30,12 +41,15 @@ class IndexProgress(BaseModel):
     @property
     def eta_s(self) -> float | None:
         """Seconds left at the rate so far (None before the first batch)."""
-        if self.docs_done <= 0 or self.elapsed_s <= 0:
+        done = self.docs_progress
+        if done <= 0 or self.elapsed_s <= 0:
             return None
-        return self.elapsed_s / self.docs_done * max(self.docs_total - self.docs_done, 0)
+        return self.elapsed_s / done * max(self.docs_total - done, 0)
 
 
 Progress = Callable[[IndexProgress], None]
+# (the batch's totals so far, or None; chunks done; chunks in the batch), after each slice of a batch
+SliceReport = Callable[["IndexSummary | None", int, int], None]
 
 
 class SkippedFile(BaseModel):
@@ -66,6 +80,7 @@ class IndexSummary(BaseModel):
     llm_cached: int = 0
     elapsed_s: float = 0.0
     failures: list[str] = Field(default_factory=list)  # "chunk_id: error" for failed chunks (first 20)
+    notes: list[str] = Field(default_factory=list)  # what was read but changed on the way, or kept (first 20)
 
     @property
     def llm_calls_per_chunk(self) -> float:
@@ -106,3 +121,4 @@ class IndexSummary(BaseModel):
         self.failures = (self.failures + other.failures)[:20]
         self.pruned = (self.pruned + other.pruned)[:20]
         self.failed_docs = (self.failed_docs + other.failed_docs)[:20]
+        self.notes = (self.notes + other.notes)[:20]

@@ -37,4 +37,5 @@ def test_index_name_follows_the_corpus_dir(tmp_path):
 
     d = tmp_path / "my corpus!"
     d.mkdir()
-    assert index_name_for(d) == "my-corpus-"
+    name = index_name_for(d)
+    assert name.startswith("my-corpus--") and len(name) == len("my-corpus--") + 8
