@@ -21,21 +21,13 @@ OutOpt = Annotated[Path | None, typer.Option("--out", help="Output folder (defau
 NoFoldOpt = Annotated[bool, typer.Option("--no-fold", help="Agent without fold/unfold (plain ReAct).")]
 LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N items (file order).")]
 ConcOpt = Annotated[int, typer.Option("--concurrency", min=1, help="Items in flight at once (threads).")]
-JudgeUrlOpt = Annotated[
-    str | None,
-    typer.Option("--judge-url", help="OpenAI-compatible judge base URL (default: the configured model)."),
-]
+JudgeUrlOpt = Annotated[str | None, typer.Option(
+    "--judge-url", help="OpenAI-compatible judge base URL (default: the configured model).")]
 JudgeModelOpt = Annotated[str | None, typer.Option("--judge-model", help="Judge model name at --judge-url.")]
-JudgeKeyOpt = Annotated[
-    str | None, typer.Option("--judge-key-env", help="Environment variable holding the judge's API key.")
-]
-ExtractOpt = Annotated[
-    str,
-    typer.Option(
-        "--extract",
-        help="Event extraction when indexing: llm, rules, or auto (rules for naive, llm otherwise).",
-    ),
-]
+JudgeKeyOpt = Annotated[str | None, typer.Option(
+    "--judge-key-env", help="Environment variable holding the judge's API key.")]
+ExtractOpt = Annotated[str, typer.Option(
+    "--extract", help="Event extraction when indexing: llm, rules, or auto (rules for naive, llm otherwise).")]
 
 
 @app.callback()
