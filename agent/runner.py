@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from agent.briefing import numbered_questions
 from agent.graph import AgentDeps, AgentGraph, build_graph
 from agent.outline import requirements
+from agent.report import build_report
 from agent.state import RunState
 from eventfold.run_options import AgentInputError, RunOptions
 
@@ -138,6 +139,8 @@ def _finish(
     final: dict[str, Any], deps: AgentDeps, options: RunOptions, runs_dir: Path | None, wall_s: float
 ) -> RunResult:
     run = RunState.from_graph(final)
+    if run.report is not None:  # the footer states the wall time, known only now
+        run.report = build_report(run, deps.model.name, mode=options.report_mode, wall_s=wall_s)
     report = run.report or ""
     result = RunResult(run=run, report=report, wall_s=wall_s, model=deps.model.name, options=options)
     if runs_dir is not None:
