@@ -2,8 +2,9 @@
 
 - entities: the document title, and capitalised name phrases ("Ermengarde of Tours", "New York City");
 - events: sentences that carry a date, or that have a verb between two entities;
-- relations: BEFORE between dated events of a chunk in time order, CAUSES on explicit causal cues
-  ("because", "led to", "as a result"), PARTICIPATES_IN/LOCATED_IN from the sentence structure.
+- relations: BEFORE between dated events of a chunk in time order, CAUSES from a sentence's event to the
+  next one's when that one takes it as its cause ("As a result, ...", `eventrag.connectives`),
+  PARTICIPATES_IN/LOCATED_IN from the sentence structure.
 Precision is lower than the LLM's, but indexing costs milliseconds per chunk.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
+from eventrag.connectives import causal_links
 from eventrag.dates import find_dates
 from eventrag.index.chunking import split_sentences
 from eventrag.index.extract import entity_key, event_key, norm_name
@@ -60,6 +62,24 @@ def find_entities(sentence: str) -> list[tuple[int, str]]:
             continue
         out.append((m.start(1) + m.group(1).find(name.split()[0]), name))
     return out
+
+
+def _content(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]{4,}", text.lower()) if w not in _STOP}
+
+
+def causal_relations(previous: Event, event: Event, chunk_id: str) -> list[Relation]:
+    """CAUSES from the previous sentence's event to this one when this sentence takes the previous one as
+    its cause: by an opener ("As a result, ...", "This forced ...") or by a cause that names what the
+    previous sentence told ("Because the station failed, ..." after the station's flooding). A link told
+    inside one sentence ("X because Y") joins no two events: one event per sentence cannot hold it."""
+    before = _content(previous.description)
+    weights = [link.weight for link in causal_links(event.description, previous.description)
+               if link.across or (len(_content(link.cause) & before) * 2 >= len(_content(link.cause)) > 0)]
+    if not weights:
+        return []
+    return [Relation(source=previous.event_id, target=event.event_id, type="CAUSES", chunk_ids=[chunk_id],
+                     weight=round(0.8 * max(weights), 3))]
 
 
 class RuleExtractor:
@@ -123,14 +143,8 @@ class RuleExtractor:
             if location:
                 out.relations.append(Relation(source=ev.event_id, target=entity_key(location), type="LOCATED_IN",
                                               chunk_ids=[chunk.chunk_id]))
-            if cue and prev_event is not None:
-                forward = cue.group(1).lower() in {"as a result", "therefore", "consequently"}
-                src, dst = (prev_event, ev) if forward else (ev, prev_event)
-                if cue.group(1).lower() in {"led to", "leads to", "resulted in", "results in", "caused", "causes",
-                                            "triggered", "prompted"}:
-                    src, dst = prev_event, ev
-                out.relations.append(Relation(source=src.event_id, target=dst.event_id, type="CAUSES",
-                                              chunk_ids=[chunk.chunk_id], weight=0.8))
+            if prev_event is not None:
+                out.relations += causal_relations(prev_event, ev, chunk.chunk_id)
             if time.start:
                 dated.append(ev)
             prev_event = ev
