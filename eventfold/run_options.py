@@ -33,6 +33,9 @@ class RunOptions(BaseModel):
     max_steps: int = Field(12, ge=1, le=500)
     context_budget: int = Field(6000, ge=256, le=1_000_000)
     fold: bool = True  # False = plain ReAct: no fold/unfold tools, no budget guard
+    # False with fold on: folding without the unfold tool (folded steps cannot be restored; the
+    # long-horizon benchmark's ablation of unfold)
+    unfold: bool = True
     fold_summary: Literal["llm", "deterministic"] = "llm"  # fold without a model-written summary
     policy: PolicyName = "model"
     # the model policy sees the workflow policy's next call as a line of its status ("suggested: …");
