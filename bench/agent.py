@@ -22,7 +22,6 @@ them.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -34,89 +33,16 @@ sys.path.insert(0, str(ROOT))
 
 from eval.agent_call import AgentCaller, run_eventfold_agent  # noqa: E402
 from eval.agent_table import render_by_type, render_table  # noqa: E402
+from eval.local_sets import SHARED_SETS, SetError, load_set, local_sets, parse_set  # noqa: E402
 from eval.multihop.corpus_index import open_indexed_stack  # noqa: E402
-from eval.multihop.loaders import resolve_dataset  # noqa: E402
 from eval.multihop.runner import run_multihop, store_for, summarize  # noqa: E402
-from eval.multihop.schema import Passage, QADataset, QAExample  # noqa: E402
+from eval.multihop.schema import QADataset  # noqa: E402
 from eval.multihop.systems import AgentSystem, QASystem, RetrieveAndRead  # noqa: E402
 from eventfold.llm.factory import make_chat_model  # noqa: E402
 from eventfold.settings import Settings  # noqa: E402
-from eventrag.index.documents import load_file  # noqa: E402
 
 SYSTEMS = ("naive", "event", "workflow", "model", "model-nofold")
 AGENTS = {"workflow": ("workflow", True), "model": ("model", True), "model-nofold": ("model", False)}
-SHARED_SETS = ("hotpotqa", "musique")
-
-
-class SetError(ValueError):
-    """A set cannot be read: unknown name, missing corpus or questions, a supporting doc not in the corpus."""
-
-
-def corpus_of(folder: Path) -> Path:
-    """A set folder's documents: its corpus/ folder when it has one, else the folder itself."""
-    return folder / "corpus" if (folder / "corpus").is_dir() else folder
-
-
-def local_sets(root: Path) -> dict[str, tuple[Path, Path]]:
-    """The question sets shipped with the project: name -> (corpus folder, questions file)."""
-    examples = root / "examples"
-    sets = {"sample": (examples / "corpus", examples / "questions.jsonl")}
-    sets["origin"] = (examples / "corpus", root / "bench" / "data" / "origin_questions.jsonl")
-    for questions in sorted(examples.glob("*/questions.jsonl")):
-        sets[questions.parent.name] = (corpus_of(questions.parent), questions)
-    return sets
-
-
-def parse_set(spec: str) -> tuple[str, tuple[Path, Path]]:
-    """`name=corpus_dir,questions_file` -> (name, (corpus, questions))."""
-    name, sep, paths = spec.partition("=")
-    corpus, comma, questions = paths.partition(",")
-    if not (sep and comma and name.strip() and corpus.strip() and questions.strip()):
-        raise SetError(f"--set {spec!r}: expected name=corpus_dir,questions_file")
-    return name.strip(), (Path(corpus.strip()).expanduser(), Path(questions.strip()).expanduser())
-
-
-def _example(row: dict[str, Any], titles: dict[str, str], where: str) -> QAExample:
-    missing = [d for d in row.get("supporting_docs", []) if Path(d).name not in titles]
-    if missing:
-        raise SetError(f"{where}: supporting docs {missing} are not in the corpus")
-    answers = row["answer"] if isinstance(row["answer"], list) else [row["answer"]]
-    return QAExample(
-        qid=str(row["id"]), question=row["question"], answers=[*answers, *row.get("aliases", [])],
-        question_type=row.get("type", "unknown"),
-        gold_titles=[titles[Path(d).name] for d in row.get("supporting_docs", [])],
-    )  # fmt: skip
-
-
-def local_set(name: str, corpus: Path, questions: Path) -> QADataset:
-    """A corpus of Markdown/text files and its questions as a QA set (one passage per file), each titled
-    as `ask --corpus` titles it (its Markdown heading, `load_file`), so the readers see the titles a
-    user's run shows."""
-    files = sorted(f for f in corpus.glob("*") if f.suffix in (".md", ".txt")) if corpus.is_dir() else []
-    if not files:
-        raise SetError(f"set {name!r}: no .md or .txt documents in {corpus}")
-    if not questions.is_file():
-        raise SetError(f"set {name!r}: {questions} does not exist")
-    docs = {f.name: load_file(f)[0] for f in files}  # each file read once
-    titles = {fname: doc.title for fname, doc in docs.items()}
-    passages = [Passage(passage_id=fname, title=doc.title, text=doc.text) for fname, doc in docs.items()]
-    examples = []
-    for n, line in enumerate(questions.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                examples.append(_example(json.loads(line), titles, f"{questions}:{n}"))
-            except (json.JSONDecodeError, KeyError) as exc:
-                raise SetError(f"{questions}:{n}: not a question row ({type(exc).__name__}: {exc})") from exc
-    return QADataset(name=name, examples=examples, passages=passages)
-
-
-def load_set(name: str, data_dir: Path, extra: dict[str, tuple[Path, Path]]) -> QADataset:
-    known = {**local_sets(ROOT), **extra}
-    if name in known:
-        return local_set(name, *known[name])
-    if name in SHARED_SETS:
-        return resolve_dataset(name, data_dir)
-    raise SetError(f"unknown set {name!r}; choose from {', '.join([*known, *SHARED_SETS])} or pass --set")
 
 
 def set_names(spec: str, extra: dict[str, tuple[Path, Path]]) -> list[str]:
@@ -175,7 +101,7 @@ def write_tables(name: str, out_dir: Path, done: list[str], note: str, systems: 
 
 
 def run_set(name: str, args: argparse.Namespace, settings: Settings, chat: Any) -> str:
-    full = load_set(name, args.data_dir, args.extra_sets)
+    full = load_set(name, ROOT, args.data_dir, args.extra_sets)
     started, load_start = time.time(), load()
     stack, summary = open_indexed_stack(settings, full, full.passages, extract="rules", chat_model=None)
     print(f"[{name}] index ready ({len(full.passages)} passages): {str(summary)[:200]}", flush=True)
@@ -224,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     settings = Settings(home=args.home) if args.home else Settings()
     names = set_names(args.sets, args.extra_sets)
     for name in names:  # every set is read once before any model or index work: a bad name fails fast
-        load_set(name, args.data_dir, args.extra_sets)
+        load_set(name, ROOT, args.data_dir, args.extra_sets)
     chat = make_chat_model(settings, cache=False)
     print(f"model {chat.name}; load average {load()}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -44,11 +44,11 @@ from rich.progress import (  # noqa: E402
 from agent.graph import AgentDeps  # noqa: E402
 from agent.runner import run_agent, save_run  # noqa: E402
 from agent.search_backend import ModeBackend  # noqa: E402
+from eval.local_sets import load_set  # noqa: E402
 from eval.longhorizon.runs import run_row  # noqa: E402
 from eval.longhorizon.table import SYSTEMS, render_table  # noqa: E402
 from eval.longhorizon.tasks import CompositeTask, build_tasks, save_tasks  # noqa: E402
 from eval.multihop.corpus_index import open_indexed_stack  # noqa: E402
-from eval.multihop.loaders import resolve_dataset  # noqa: E402
 from eval.multihop.schema import Passage, QADataset  # noqa: E402
 from eventfold.llm.factory import make_chat_model  # noqa: E402
 from eventfold.run_options import RunOptions  # noqa: E402
@@ -59,7 +59,9 @@ console = Console(stderr=True)
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", default="hotpotqa", help="hotpotqa, musique, or a set's folder")
+    ap.add_argument(
+        "--dataset", default="hotpotqa", help="hotpotqa, musique, a project set (sample…), or a folder"
+    )
     ap.add_argument("--data-dir", type=Path, default=ROOT / "data", help="holds multihop/<set>_train100")
     ap.add_argument("--k", type=int, nargs="+", default=[8, 16], help="questions per task")
     ap.add_argument("--cross-refs", type=int, default=1, help="cross-reference items at the end of each task")
@@ -270,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         (out / "longhorizon.md").write_text(text)
         print(text)
         return 0
-    dataset = resolve_dataset(args.dataset, args.data_dir)
+    dataset = load_set(args.dataset, ROOT, args.data_dir)
     tasks = select_tasks(args, dataset, out)
     passages = corpus(dataset, tasks, args.corpus, args.distractors)
     chat = make_chat_model(settings, cache=False)  # no response cache: wall times are real

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from eval.agent_table import category, render_by_type, render_table, summarize_run, type_gaps
+from eval.local_sets import SetError, load_set, local_set, local_sets, parse_set
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -111,38 +112,36 @@ def write_set(folder: Path, rows: list[dict]) -> None:
     (folder / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def test_local_sets_are_discovered_and_read_with_titles(tmp_path, monkeypatch):
-    bench = load_bench()
+def test_local_sets_are_discovered_and_read_with_titles(tmp_path):
     (tmp_path / "examples").mkdir()
     (tmp_path / "examples" / "questions.jsonl").write_text("")
     write_set(tmp_path / "examples" / "kilns", [
         {"id": "k1", "question": "What closed the kiln?", "answer": "A fire", "type": "causal", "supporting_docs": ["01-fire.md"]},
     ])  # fmt: skip
-    sets = bench.local_sets(tmp_path)
+    sets = local_sets(tmp_path)
     assert sets["kilns"] == (
         tmp_path / "examples" / "kilns" / "corpus",
         tmp_path / "examples" / "kilns" / "questions.jsonl",
     )
     assert {"sample", "origin"} <= set(sets)
-    ds = bench.local_set("kilns", *sets["kilns"])
+    ds = local_set("kilns", *sets["kilns"])
     assert ds.examples[0].gold_titles == ["The Kiln Fire"] and ds.passages[0].title == "The Kiln Fire"
     assert ds.examples[0].question_type == "causal"
 
 
 def test_bad_sets_fail_with_a_clear_error(tmp_path):
-    bench = load_bench()
     write_set(
         tmp_path / "s", [{"id": "x", "question": "q", "answer": "a", "supporting_docs": ["02-missing.md"]}]
     )
-    with pytest.raises(bench.SetError, match=r"supporting docs \['02-missing.md'\] are not in the corpus"):
-        bench.local_set("s", tmp_path / "s" / "corpus", tmp_path / "s" / "questions.jsonl")
-    with pytest.raises(bench.SetError, match="no .md or .txt documents"):
-        bench.local_set("s", tmp_path / "nowhere", tmp_path / "s" / "questions.jsonl")
-    with pytest.raises(bench.SetError, match="expected name=corpus_dir,questions_file"):
-        bench.parse_set("only-a-name")
-    assert bench.parse_set("mine=/c,/q.jsonl") == ("mine", (Path("/c"), Path("/q.jsonl")))
-    with pytest.raises(bench.SetError, match="unknown set 'nope'"):
-        bench.load_set("nope", tmp_path, {})
+    with pytest.raises(SetError, match=r"supporting docs \['02-missing.md'\] are not in the corpus"):
+        local_set("s", tmp_path / "s" / "corpus", tmp_path / "s" / "questions.jsonl")
+    with pytest.raises(SetError, match="no .md or .txt documents"):
+        local_set("s", tmp_path / "nowhere", tmp_path / "s" / "questions.jsonl")
+    with pytest.raises(SetError, match="expected name=corpus_dir,questions_file"):
+        parse_set("only-a-name")
+    assert parse_set("mine=/c,/q.jsonl") == ("mine", (Path("/c"), Path("/q.jsonl")))
+    with pytest.raises(SetError, match="unknown set 'nope'"):
+        load_set("nope", tmp_path, tmp_path, {})
 
 
 def test_all_sets_and_systems_on_the_command_line():
@@ -158,6 +157,6 @@ def test_all_sets_and_systems_on_the_command_line():
 
 
 def test_the_shipped_sample_set_reads():
-    bench = load_bench()
-    ds = bench.load_set("sample", ROOT / "data", {})
+    ds = load_set("sample", ROOT, ROOT / "data", {})
     assert len(ds.examples) >= 8 and all(ex.gold_titles for ex in ds.examples)
+    assert all(set(ex.gold_passage_ids) <= {p.passage_id for p in ds.passages} for ex in ds.examples)
