@@ -125,7 +125,8 @@ class ResearchEnv:
             raise EnvError("call reset() before using a tool")
         if run.status != "running":
             run.counters.tool_errors += 1
-            return f"error: the episode has ended (an answer was given); do not call more tools\n{EPISODE_OVER}"
+            why = "an answer was given" if run.status == "answered" else run.stop_reason
+            return f"error: the episode has ended ({why}); do not call more tools\n{EPISODE_OVER}"
         if len(run.steps) >= self._options.max_steps:
             run.counters.tool_errors += 1
             run.status, run.stop_reason = "forced", f"step cap of {self._options.max_steps} reached"
