@@ -17,8 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 CATEGORIES = ("causal", "temporal", "bridge", "comparison", "other")
-# question types of the sets under other names: MuSiQue's "2hop", "3hop1"… are chains of single-hop
-# questions joined by a bridge entity; HotpotQA's types are already "bridge" / "comparison"
+# question types written otherwise in question files (HotpotQA's "bridge" / "comparison" are as they are)
 ALIASES = {
     "cause": "causal",
     "why": "causal",
@@ -36,7 +35,9 @@ def category(question_type: str | None) -> str:
     kind = ALIASES.get(kind, kind)
     if kind in CATEGORIES:
         return kind
-    if kind[:1].isdigit() and "hop" in kind:
+    if (
+        kind[:1].isdigit() and "hop" in kind
+    ):  # MuSiQue's "2hop", "3hop1"…: single hops chained by a bridge entity
         return "bridge"
     return "other"
 

@@ -14,6 +14,7 @@ Magazine (___–1846) was an American literary periodical". Which year is blanke
 
 from __future__ import annotations
 
+import html
 import random
 import re
 from collections.abc import Mapping, Sequence
@@ -83,13 +84,16 @@ def quote(text: str, detail: Detail) -> str:
     after = [m.end() for m in re.finditer(r"\S+", text[end:])][:WINDOW_WORDS]
     left = before[0] if before else detail.start
     right = end + after[-1] if after else end
-    return " ".join(f"{text[left : detail.start]}{BLANK}{text[end:right]}".split()).replace('"', "'")
+    return " ".join(html.unescape(f"{text[left : detail.start]}{BLANK}{text[end:right]}").split()).replace(
+        '"', "'"
+    )
 
 
 def question_for(n: int, passage: Passage, detail: Detail) -> str:
+    title = " ".join(html.unescape(passage.title).split()).replace('"', "'")
     return (
-        f'Question {n} drew on the passage "{" ".join(passage.title.split())}", which says: '
-        f'"{quote(passage.text, detail)}". Which {KIND_WORDS[detail.kind]} is blanked out ({BLANK})?'
+        f'Question {n} drew on the passage "{title}", which says: "{quote(passage.text, detail)}". '
+        f"Which {KIND_WORDS[detail.kind]} is blanked out ({BLANK})?"
     )
 
 
