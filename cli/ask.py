@@ -84,6 +84,24 @@ def print_event(event: dict[str, Any]) -> None:
         console.print(f"  [yellow]invalid turn (not a usable tool call): {safe(repr(event['text'][:100]))}[/]")
 
 
+CHOICES: dict[str, tuple[str | None, ...]] = {
+    "fold_summary": ("llm", "deterministic"),
+    "extract": ("auto", "llm", "rules"),
+    "report": ("short", "full", "long"),
+    "policy": ("model", "workflow"),
+    "mode": (None, "naive", "graph", "event", "agentic"),
+}
+
+
+def bad_choice(**values: str | None) -> str | None:
+    """The first option whose value is not one of its choices, said with the choices; None if all fit."""
+    for name, value in values.items():
+        if value not in CHOICES[name]:
+            valid = " | ".join(c for c in CHOICES[name] if c is not None)
+            return f"--{name.replace('_', '-')} {value!r}: choose {valid}"
+    return None
+
+
 def register(app: typer.Typer) -> None:
     @app.command("ask")
     def ask(
@@ -122,30 +140,15 @@ def register(app: typer.Typer) -> None:
         setup_logging()
         if corpus is not None and not corpus.is_dir():
             fail(f"--corpus {corpus} is not a directory", code=2)
-        if (
-            fold_summary not in ("llm", "deterministic")
-            or extract not in ("auto", "llm", "rules")
-            or report not in ("short", "full", "long")
-            or policy not in ("model", "workflow")
-            or mode not in (None, "naive", "graph", "event", "agentic")
-        ):
-            err_console.print("[bold red]bad option value[/] (see `eventfold ask --help`)")
+        bad = bad_choice(fold_summary=fold_summary, extract=extract, report=report, policy=policy, mode=mode)
+        if bad:
+            err_console.print(f"[bold red]bad option value[/] {safe(bad)} (see `eventfold ask --help`)")
             raise typer.Exit(2)
         settings = resolve_settings(
             config, corpus=corpus, index=index, budget=budget, max_steps=max_steps, model=model
         )
-        run_ask(
-            settings,
-            question,
-            corpus=corpus,
-            fold=not no_fold,
-            fold_summary=fold_summary,  # type: ignore[arg-type]
-            extract=extract,
-            mode=mode,
-            report_mode=report,
-            policy=policy,
-            resume=resume,
-        )  # type: ignore[arg-type]
+        run_ask(settings, question, corpus=corpus, fold=not no_fold, fold_summary=fold_summary, extract=extract,  # type: ignore[arg-type]
+                mode=mode, report_mode=report, policy=policy, resume=resume)  # type: ignore[arg-type]  # fmt: skip
 
 
 def run_ask(

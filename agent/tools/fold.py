@@ -205,7 +205,7 @@ def describe_targets(run: RunState) -> str:
     return ", ".join(f"{k} (steps {a}-{b})" for k, (a, b) in fold_targets(run).items()) or "none right now"
 
 
-def _legacy_range(args: dict[str, object]) -> dict[str, object]:
+def _step_range(args: dict[str, object]) -> dict[str, object]:
     """fold(start_step, end_step) as step-range callers (RL environment, saved trajectories) send it."""
     if "target" not in args and "start_step" in args:
         start = args.pop("start_step")
@@ -245,4 +245,4 @@ def make_fold(ctx: ToolContext) -> Tool:
     def choices() -> dict[str, list[object]]:
         return {"target": list(fold_targets(ctx.run))}
 
-    return Tool.from_function(fold, choices=choices, adapt=_legacy_range, enforce_choices=False)
+    return Tool.from_function(fold, choices=choices, adapt=_step_range, enforce_choices=False)
