@@ -20,11 +20,12 @@ ExtraTool = Tool | Callable[..., Any]
 
 
 def build_registry(ctx: ToolContext, extra: Sequence[ExtraTool] = ()) -> ToolRegistry:
-    """The run's tools; fold/unfold only when folding is on (`--no-fold` is plain ReAct)."""
+    """The run's tools; fold/unfold only when folding is on (`--no-fold` is plain ReAct), unfold only
+    when `options.unfold` is on too."""
     tools: list[Tool] = [make_search(ctx), make_read(ctx)]
     tools += [make_timeline(ctx), make_dates(ctx), make_resolve(ctx)]
     if ctx.options.fold:
-        tools += [make_fold(ctx), make_unfold(ctx)]
+        tools += [make_fold(ctx), make_unfold(ctx)] if ctx.options.unfold else [make_fold(ctx)]
     tools.append(make_answer(ctx))
     return ToolRegistry(tools, extra=extra)
 
