@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from agent.focus import Embed, Passage, Sentence, sentences_of, words
+from agent.focus import Embed, Passage, Sentence, sentences_of, stem, words
 from agent.temporal import dated_sentence
 from eventrag.connectives import CausalLink, causal_links, is_causal
 from eventrag.dates import find_dates
@@ -73,14 +73,11 @@ class Ranking:
     causes: list[Ranked] = field(default_factory=list)  # best first
     effects: list[Ranked] = field(default_factory=list)  # what the evidence says the subject caused
 
-def _stem(word: str) -> str:
-    return word[:5] if len(word) >= 5 else word
-
 class Matcher:
     """IDF-weighted, stem-level share of a text's words that another text holds."""
 
     def __init__(self, sentences: Sequence[str]) -> None:
-        bags = [{_stem(w) for w in words(s)} for s in sentences]
+        bags = [{stem(w) for w in words(s)} for s in sentences]
         self.df = Counter(w for bag in bags for w in bag)
         self.n = max(1, len(bags))
 
@@ -88,10 +85,10 @@ class Matcher:
         return math.log(1 + self.n / (1 + self.df[stem]))
 
     def share(self, query: str, text: str) -> float:
-        q = {_stem(w) for w in words(query)}
+        q = {stem(w) for w in words(query)}
         if not q:
             return 0.0
-        have = {_stem(w) for w in words(text)}
+        have = {stem(w) for w in words(text)}
         total = sum(self.idf(w) for w in q)
         return sum(self.idf(w) for w in q & have) / total if total else 0.0
 
@@ -140,8 +137,21 @@ def find_subject(subject: str, passages: Sequence[Passage], embed: Embed | None 
         return None
     return Ranked(best.text, share, "none", best.text, _chunk(passages, best), _dated(best.text), _chunk(passages, best), 0)
 
+def _undated(subject: str) -> str:
+    """`subject` without the dates it names (unchanged when fewer than two words would be left)."""
+    out = subject
+    for start, end, _ in sorted(find_dates(subject), key=lambda d: -d[0]):
+        out = out[:start] + " " + out[end:]
+    out = " ".join(re.sub(r"\b(?:in|on|of|during|from)\s*$", "", out.strip()).split())
+    return out if len(words(out)) >= 2 else subject
+
+
 def _effect_share(m: Matcher, query: str, st: _Stated) -> float:
-    return max(m.share(query, st.link.effect), m.share(query, f"{st.context} {st.link.effect}") if st.context else 0.0)
+    """How well the effect side of a link names `query`: its clause, else (a little less) the whole side of
+    the sentence it is told on ("a notice, issued on 16 July 2013 in Fennick"), with the previous sentence
+    when that side opens by referring back ("The order ... followed")."""
+    side = f"{st.context} {st.link.effect_side}" if st.context else st.link.effect_side
+    return max(m.share(query, st.link.effect), 0.9 * m.share(query, side))
 
 def _when(text: str, support: str, sents: Sequence[Sentence], passages: Sequence[Passage], subject: Ranked | None,
           m: Matcher) -> tuple[EventTime | None, str]:
@@ -177,15 +187,23 @@ def _follow(
     m: Matcher, query: str, stated: Sequence[_Stated], base: float, depth: int, seen: set[str]
 ) -> list[tuple[_Stated, float, int]]:
     """The links whose effect side names `query` and whose cause side does not, with their scores,
-    and (recursively) the causes of those causes."""
+    and (recursively) the causes of those causes. A link whose effect names `query` only through the
+    sentence before it ("The pump failed because ..." after "The pump failure led to the shortage") is
+    left for the next hop when its own clause names a cause found here: it explains that cause."""
     found: list[tuple[_Stated, float, int]] = []
+    borrowed: list[tuple[_Stated, float]] = []
     for st in stated:
         e, c = _effect_share(m, query, st), m.share(query, st.link.cause)
         if e < MIN_MATCH or c >= e or st.link.cause in seen:
             continue
-        score = base * st.link.weight * e
-        seen.add(st.link.cause)
-        found.append((st, score, depth))
+        if m.share(query, st.link.effect) < MIN_MATCH:
+            borrowed.append((st, e))
+        else:
+            found.append((st, base * st.link.weight * e, depth))
+    for st, e in borrowed:
+        if not any(m.share(f[0].link.cause, st.link.effect) >= MIN_MATCH for f in found):
+            found.append((st, base * st.link.weight * e, depth))
+    seen.update(st.link.cause for st, _, _ in found)
     if depth < MAX_DEPTH:
         for st, score, _ in list(found):
             found += _follow(m, st.link.cause, stated, score * CHAIN_DISCOUNT, depth + 1, seen)
@@ -205,18 +223,17 @@ def _entity_links(
     """Dated sentences before the subject that name a rare participant of the subject's sentence."""
     low = [s.text.lower() for s in sents]
     names = {n.lower() for _, n in find_entities(subject.text)}
-    # a name is as rare as its commonest word: "Halvorsen Tidewater Instruments" is no rarer than "Halvorsen"
-    rarity = {n: min((m.idf(_stem(w)) for w in words(n)), default=0.0) for n in names}
-    total = sum(rarity.values())
+    # a name is as rare as its commonest word ("Halvorsen Tidewater Instruments" is no rarer than
+    # "Halvorsen"), against a name no other sentence holds: the company every sentence names weighs little
+    rarest = m.idf("") or 1.0
+    rarity = {n: min((m.idf(stem(w)) for w in words(n)), default=0.0) / rarest for n in names}
     out: list[Ranked] = []
-    if not total:
-        return out
     for s, text in zip(sents, low, strict=True):
         time = _dated(s.text)
         if s.text == subject.text or time is None or not _before(time, subject):
             continue
         shared = sorted(n for n in names if n in text)
-        got = sum(rarity[n] for n in shared) / total
+        got = min(1.0, sum(rarity[n] for n in shared))
         if got > 0:
             support = f"names {', '.join(shared)} as the subject does"
             out.append(Ranked(s.text, ENTITY_WEIGHT * got, "BEFORE", support, _chunk(passages, s), time, _chunk(passages, s)))
@@ -231,8 +248,9 @@ def rank_causes(
     m = Matcher([s.text for s in sents])
     target = find_subject(subject, passages, embed)
     stated = _stated_links(sents, passages, graph_links)
-    effects = _effects(m, subject, stated)
-    found = _follow(m, subject, stated, 1.0, 1, set())
+    core = _undated(subject)  # "the closure of the footbridge" is how a sentence may name it, its date aside
+    effects = _effects(m, core, stated)
+    found = _follow(m, core, stated, 1.0, 1, set())
     ranked: list[Ranked] = []
     for st, score, depth in found:
         time, event_chunk = _when(st.link.cause, st.link.sentence, sents, passages, target, m)
@@ -240,9 +258,10 @@ def rank_causes(
         ranked.append(Ranked(st.link.cause, score, link, st.link.sentence, st.chunk_id, time, event_chunk or st.chunk_id, depth))
     if target is not None:
         ranked += _entity_links(target, sents, passages, m)
-    return Ranking(target, _settle(ranked, effects, target, m)[:limit], effects)
+    return Ranking(target, _settle(ranked, effects, target, m, subject)[:limit], effects)
 
-def _settle(ranked: list[Ranked], effects: Sequence[Ranked], subject: Ranked | None, m: Matcher) -> list[Ranked]:
+def _settle(ranked: list[Ranked], effects: Sequence[Ranked], subject: Ranked | None, m: Matcher,
+            subject_words: str) -> list[Ranked]:
     """Late causes and the subject's own effects lose their score; the same event found twice is kept once
     (its best score); best first, ties by depth then text order."""
     out: list[Ranked] = []
@@ -252,7 +271,7 @@ def _settle(ranked: list[Ranked], effects: Sequence[Ranked], subject: Ranked | N
             score *= LATE_PENALTY
         if any(m.share(e.text, r.text) >= 0.6 for e in effects):
             score *= LATE_PENALTY
-        if subject is not None and m.share(r.text, subject.text) >= 0.9:
+        if r.text == subject_words or (subject is not None and r.text == subject.text):
             continue  # the subject itself
         same = next((o for o in out if m.share(r.text, o.text) >= 0.8 and m.share(o.text, r.text) >= 0.8), None)
         if same is None:

@@ -13,7 +13,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from agent.focus import Embed, Passage, Sentence, sentences_of, words
+from agent.focus import Embed, Passage, Sentence, sentences_of, stem, words
 from eventrag.embed import l2_normalise
 from eventrag.query.temporal import date_near
 from eventrag.schema import EventTime
@@ -34,12 +34,8 @@ _SYNONYMS = {
 MIN_OVERLAP = 0.5  # share of the side's word weight a dated sentence must match
 
 
-def _stem(word: str) -> str:
-    return word[:5] if len(word) >= 5 else word
-
-
 def _matches(word: str, bag: set[str], text: str) -> bool:
-    if word in bag or (len(word) >= 5 and any(_stem(t) == _stem(word) for t in bag)):
+    if word in bag or (len(word) >= 4 and any(stem(t) == stem(word) for t in bag)):
         return True
     return any(syn in text for syn in _SYNONYMS.get(word, ()))
 

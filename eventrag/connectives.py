@@ -27,14 +27,16 @@ _FORWARD = {
     "causing": 1.0, "resulted in": 1.0, "results in": 1.0, "resulting in": 1.0, "triggered": 1.0,
     "triggering": 1.0, "prompted": 1.0, "prompting": 1.0, "forced": 1.0, "forcing": 1.0, "sparked": 1.0,
     "set off": 1.0, "brought about": 1.0, "gave rise to": 1.0, "meant that": 0.8, "so that": 0.6,
-    "compelled": 1.0, "obliged": 0.9,
+    "compelled": 1.0, "obliged": 0.9, "which meant": 0.8, "thereby": 0.8, "contributed to": 0.8,
 }  # fmt: skip
 # backward: effect, connective, cause
 _BACKWARD = {
     "because of": 1.0, "because": 1.0, "due to": 1.0, "owing to": 1.0, "as a result of": 1.0,
     "as a consequence of": 1.0, "in response to": 0.9, "in the wake of": 0.8, "thanks to": 0.9,
     "on account of": 0.9, "caused by": 1.0, "triggered by": 1.0, "prompted by": 1.0, "forced by": 1.0,
-    "brought about by": 1.0, "following": 0.6, "followed": 0.6, "after": 0.5, "since": 0.3,
+    "brought about by": 1.0, "resulted from": 1.0, "stemmed from": 1.0, "arose from": 1.0,
+    "the result of": 1.0, "a result of": 1.0, "attributed to": 0.9, "blamed on": 0.9, "on the grounds that": 0.9,
+    "in light of": 0.8, "following": 0.6, "followed": 0.6, "amid": 0.5, "after": 0.5, "since": 0.3,
 }  # fmt: skip
 # sentence openers whose cause is the previous sentence
 _ACROSS = {
@@ -44,9 +46,14 @@ _ACROSS = {
     "this prompted": 1.0, "that prompted": 1.0, "this meant that": 0.8, "this caused": 1.0,
     "this triggered": 1.0, "this made": 0.8, "so": 0.6,
 }  # fmt: skip
-_NECESSARY = re.compile(r"\bmade\b(?P<effect>[^.;]{3,80}?)\b(?:necessary|inevitable|unavoidable|impossible)\b", re.I)
+_NECESSARY = re.compile(r"\bmade\b(?P<effect>[^.;]{2,80}?)\b(?:necessary|inevitable|unavoidable|impossible)\b"
+                        r"(?P<rest>[^.;]*)", re.I)
 _AFTER_VERB = re.compile(r"\b(?:ordered|decided|announced|agreed|closed|suspended|halted|cancelled|resigned|"
                          r"launched|opened|called|issued|imposed|banned|replaced|switched|moved)\b", re.I)
+# "after ten days", "after midnight": time passing, not a cause
+_DURATION = re.compile(r"^\s*(?:(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|several|a few|many|some)"
+                       r"(?:\s+[a-z]+)?\s+(?:minutes?|hours?|days?|weeks?|months?|years?|decades?)\b|midnight|dawn|"
+                       r"noon|dark|that|this|which|then)", re.I)
 _PASSIVE = re.compile(r"\b(?:was|were|is|are|been|being)\s+$", re.I)
 # "since 2014" / "since March": time, not a reason
 _SINCE_TIME = re.compile(r"^\s*(?:then|\d|early|late|the (?:start|end|beginning)|(?:jan|feb|mar|apr|may|jun|jul|"
@@ -62,6 +69,8 @@ def _alternation(words: dict[str, float]) -> re.Pattern[str]:
 
 
 _FORWARD_RE, _BACKWARD_RE = _alternation(_FORWARD), _alternation(_BACKWARD)
+# "the discovery led the company to cancel the scheme" (not "led to", not "led the company" alone)
+_LED_OBJECT_TO = re.compile(r"\b(led)\b(?=\s+(?!to\b)[^.;,]{1,50}?\bto\s+[a-z]+)", re.I)
 _ACROSS_RE = re.compile(r"^\s*(" + "|".join(re.escape(w) for w in sorted(_ACROSS, key=len, reverse=True)) + r")\b,?\s*",
                         re.I)
 
@@ -77,6 +86,7 @@ class CausalLink:
     weight: float
     sentence: str
     across: bool = False
+    effect_side: str = ""  # the whole side of the sentence the effect is told on (the effect cut to its clause)
 
 
 def _tidy(text: str) -> str:
@@ -101,11 +111,12 @@ def _clause_after(text: str) -> str:
     return _tidy(_STOP_AFTER.split(text, maxsplit=1)[0])
 
 
-def _link(cause: str, effect: str, connective: str, weight: float, sentence: str, across: bool = False) -> CausalLink | None:
+def _link(cause: str, effect: str, connective: str, weight: float, sentence: str, across: bool = False,
+          side: str = "") -> CausalLink | None:
     cause, effect = _tidy(cause), _tidy(effect)
     if len(cause) < 2 or len(effect) < 4:
         return None
-    return CausalLink(cause, effect, connective.lower(), weight, sentence, across)
+    return CausalLink(cause, effect, connective.lower(), weight, sentence, across, _tidy(side) or effect)
 
 
 def _opening(sentence: str) -> CausalLink | None:
@@ -128,8 +139,10 @@ def _opening(sentence: str) -> CausalLink | None:
 def _inline(sentence: str, opening: CausalLink | None) -> list[CausalLink]:
     out: list[CausalLink] = []
     skip = len(sentence) - len(sentence.lstrip()) + len(opening.connective) if opening else 0
-    found = sorted([(m, True) for m in _FORWARD_RE.finditer(sentence)] + [(m, False) for m in _BACKWARD_RE.finditer(sentence)],
-                   key=lambda x: x[0].start())
+    backward = list(_BACKWARD_RE.finditer(sentence))
+    starts = {m.start() for m in backward}  # "caused by" is backward: not also the forward "caused"
+    forward = [m for m in [*_FORWARD_RE.finditer(sentence), *_LED_OBJECT_TO.finditer(sentence)] if m.start() not in starts]
+    found = sorted([(m, True) for m in forward] + [(m, False) for m in backward], key=lambda x: x[0].start())
     last_end = 0  # the effect told before a backward connective starts after the previous connective
     for m, forward in found:
         word = m.group(1).lower()
@@ -137,17 +150,21 @@ def _inline(sentence: str, opening: CausalLink | None) -> list[CausalLink]:
         passive = forward and bool(_PASSIVE.search(before))  # "was prompted by": handled as backward
         skipped = (m.start() < skip or passive or (word == "since" and _SINCE_TIME.match(after))
                    or (word == "so that" and not before.strip())
+                   or (word in ("after", "following") and _DURATION.match(after))
                    or (word == "following" and re.search(r"\b(?:the|a|an)\s*$", before, re.I)))  # "the following year"
         if not skipped:
             if forward:
-                link = _link(_clause_before(before), _clause_after(after), word, _FORWARD[word], sentence)
+                weight = _FORWARD.get(word, 1.0)  # "led" (an object, then "to"): `_LED_OBJECT_TO`
+                link = _link(_clause_before(before), _clause_after(after), word, weight, sentence, side=after)
             else:
-                link = _link(_clause_after(after), _clause_before(before[last_end:]), word, _BACKWARD[word], sentence)
+                link = _link(_clause_after(after), _clause_before(before[last_end:]), word, _BACKWARD[word], sentence,
+                             side=before[last_end:])
             if link is not None:
                 out.append(link)
         last_end = m.end()
-    for m in _NECESSARY.finditer(sentence):
-        link = _link(_clause_before(sentence[: m.start()]), m.group("effect"), "made necessary", 1.0, sentence)
+    for m in _NECESSARY.finditer(sentence):  # "made a new pump necessary", "made it necessary to close the road"
+        said = m.group("effect") if m.group("effect").strip().lower() != "it" else m.group("rest")
+        link = _link(_clause_before(sentence[: m.start()]), said, "made necessary", 1.0, sentence)
         if link is not None:
             out.append(link)
     return out
@@ -175,7 +192,8 @@ def causal_links(sentence: str, previous: str | None = None) -> list[CausalLink]
             for link in _inline(sentence, opening):
                 if _REFERENCE.match(link.cause) and sentence.startswith(link.cause):
                     joined = f"{' '.join(previous.split())} {sentence}"
-                    out.append(CausalLink(_tidy(previous), link.effect, link.connective, link.weight, joined, True))
+                    out.append(CausalLink(_tidy(previous), link.effect, link.connective, link.weight, joined, True,
+                                          link.effect_side))
     return out
 
 

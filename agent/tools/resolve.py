@@ -33,7 +33,8 @@ RESOLVE_USER = "Sentences:\n{sentences}\n\nDescription: {description}\nWhich nam
 
 
 def candidate_names(description: str, sentences: Sequence[Sentence]) -> list[str]:
-    """The names the sentences hold that the description does not already say, in order of first mention."""
+    """The names the sentences hold that the description does not already say, in order of first mention;
+    a short form of a longer name ("Pritchard" beside "Owen Pritchard") gives way to the full name."""
     given = {w for w in words(description)}
     names: dict[str, None] = {}
     for s in sentences:
@@ -41,7 +42,8 @@ def candidate_names(description: str, sentences: Sequence[Sentence]) -> list[str
             own = set(words(name))
             if own and not own <= given and len(name) <= 60:
                 names.setdefault(name, None)
-    return list(names)[:MAX_NAMES]
+    full = [n for n in names if not any(n != o and set(words(n)) < set(words(o)) for o in names)]
+    return full[:MAX_NAMES]
 
 
 def supporting(name: str, description: str, sentences: Sequence[Sentence]) -> Sentence | None:
