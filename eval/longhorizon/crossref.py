@@ -6,7 +6,8 @@ Built deterministically from the set's passages: the referenced item is drawn, b
 with the task id, from the first half of the task (the items most likely folded by the end); the detail
 is the earliest one in its gold passages (the part a search result shows) that
 - is not the item's answer nor in any question of the task (it was not asked before), nor the passage's title,
-- appears in no gold passage of any other item of the task (only the referenced item's evidence holds it).
+- appears in no gold passage of any other item of the task (only the referenced item's evidence holds it),
+- is not written again in the words the question quotes around it.
 The question quotes the words around the detail with the detail blanked, names the item it refers to
 and the passage's title: "Question 3 drew on the passage "Arthur's Magazine", which says: "Arthur's
 Magazine (___–1846) was an American literary periodical". Which year is blanked out (___)?"
@@ -27,8 +28,14 @@ CROSS_REFERENCE = "cross_reference"
 BLANK = "___"
 WINDOW_WORDS = 12  # words quoted on each side of the detail
 YEAR = re.compile(r"(?<![\w.,])(1[5-9]\d\d|20\d\d)(?!\w|[.,]\d)")
+MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+# a date's day and month are no detail of their own (a model writes them in many forms); its year is
+DATE = re.compile(rf"\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}} (?:{MONTHS}) \d{{4}}|(?:{MONTHS}) \d{{1,2}}, \d{{4}}")
 NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+\.\d+|\d{2,})(?!\w|[.,]\d)")
-NAME = re.compile(r"(?<![\w'])([A-Z][a-z]+(?:\s+(?:of|de|von|van|der|la|du)?\s*[A-Z][a-z]+){1,3})(?![\w'])")
+# capitalised words on one line, not the tail of a hyphenated word ("HT-Core"), joined by spaces or a particle
+NAME = re.compile(
+    r"(?<![\w'-])([A-Z][a-z]+(?:[ \t]+(?:(?:of|de|von|van|der|la|du)[ \t]+)?[A-Z][a-z]+){1,3})(?![\w'-])"
+)
 NOT_NAME_START = frozenset(
     "the a an in on at of for by from with and but as after before during this that these those it its he she "
     "they his her their when while since".split()
@@ -44,11 +51,12 @@ class Detail:
 
 
 def details(text: str) -> list[Detail]:
-    """Years, numbers and multi-word names of `text`, in order of position (a year is not also a number)."""
+    """Years, numbers and multi-word names of `text`, in order of position (a year is not also a number,
+    nor is a date's day or month)."""
     found = [Detail("year", m.group(1), m.start(1)) for m in YEAR.finditer(text)]
-    years = {d.start for d in found}
+    taken = {d.start for d in found} | {i for m in DATE.finditer(text) for i in range(m.start(), m.end())}
     found += [
-        Detail("number", m.group(1), m.start(1)) for m in NUMBER.finditer(text) if m.start(1) not in years
+        Detail("number", m.group(1), m.start(1)) for m in NUMBER.finditer(text) if m.start(1) not in taken
     ]
     for m in NAME.finditer(text):
         words = m.group(1).split()
@@ -61,8 +69,12 @@ def details(text: str) -> list[Detail]:
 
 
 def _contains(hay: str, needle: str) -> bool:
+    """`needle` written in `hay`: as words after normalising, or as it stands between non-word characters
+    (normalising joins "2014-02-17" into one word, which still holds the year 2014)."""
     n = normalize_answer(needle)
-    return bool(n) and f" {n} " in f" {normalize_answer(hay)} "
+    if n and f" {n} " in f" {normalize_answer(hay)} ":
+        return True
+    return bool(needle) and re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", hay, re.I) is not None
 
 
 def usable(
@@ -125,7 +137,9 @@ def _find(item: Item, items: Sequence[Item], passages: Mapping[str, Passage]) ->
         if passage is None:
             continue
         for detail in details(passage.text):
-            if usable(detail, passage, asked, item.answers, others):
+            if usable(detail, passage, asked, item.answers, others) and not _contains(
+                quote(passage.text, detail), detail.text
+            ):
                 question = question_for(item.n, passage, detail)
                 return CrossRef(item.n, question, detail.text, detail.kind, pid, passage.title)
     return None

@@ -61,6 +61,26 @@ def test_details_are_years_numbers_and_names_in_order():
     )
 
 
+def test_names_stay_on_one_line_and_dates_give_only_their_year():
+    text = "# The HT-Core Element\nDate: 2016-04-12\nOn 12 April 2016 Anna Berg met Ulla de Vries; 450 units."
+    found = [(d.kind, d.text) for d in details(text)]
+    assert found == [
+        ("year", "2016"),
+        ("year", "2016"),
+        ("name", "Anna Berg"),
+        ("name", "Ulla de Vries"),
+        ("number", "450"),
+    ]
+
+
+def test_a_detail_the_quote_writes_again_is_not_asked():
+    ds = make_set()
+    for p in ds.passages:  # the founding year now also stands in the words right after it
+        p.text = re.sub(r"founded in (\d{4})", r"founded in \1 (the charter says \1)", p.text)
+    x = build_tasks(ds, [4], 1, seed=0, cross_refs=1)[0].sub_questions[-1]
+    assert x.answers[0].startswith("Mara Quill") and BLANK in x.question
+
+
 def test_cross_reference_items_are_deterministic_and_need_the_referenced_evidence():
     ds = make_set()
     tasks = build_tasks(ds, [4, 6], 3, seed=1, cross_refs=2)
