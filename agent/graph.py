@@ -112,16 +112,20 @@ class AgentGraph:
         return self.deps.model.count_message_tokens(messages or self.render(run), self.tool_specs(run))
 
     def begin(self, state: AgentState) -> dict[str, Any]:
-        """A long task's items, set once before the first turn (no search: the request lists them)."""
+        """The state with a long task's items set (`set_items`), {} when nothing changes."""
         run = RunState.from_graph(state)
+        return run.to_graph() if self.set_items(run) else {}
+
+    def set_items(self, run: RunState) -> bool:
+        """A long task's items, set once before the first turn (no search: the request lists them)."""
         if run.steps or run.plan.sub_questions:
-            return {}
+            return False
         plan = task_items(run.question, self.options)
         if plan is None:
-            return {}
+            return False
         run.plan = plan
         _emit({"type": "items", "items": [s.text for s in plan.sub_questions]})
-        return run.to_graph()
+        return True
 
     def suggestion(self, run: RunState) -> str | None:
         """The workflow policy's next call as text, shown to the model policy (None when not shown)."""
@@ -145,7 +149,8 @@ class AgentGraph:
 
     # --- nodes --------------------------------------------------------------------------------
     def agent(self, state: AgentState) -> dict[str, Any]:
-        run = RunState.from_graph({**state, **self.begin(state)})
+        run = RunState.from_graph(state)
+        self.set_items(run)
         run.policy = self.policy.name
         specs = self.offered(run)
         suggestion = self.suggestion(run)

@@ -3,7 +3,7 @@
 `RunOptions` is the agent's only model of these. It is nested in `Settings.run` (env
 ``EVENTFOLD_RUN__MAX_STEPS``, TOML ``[run]``), in the RL environment config and in the SFT teacher
 config; a run's options come from ``Settings.run_options(**per_run_choices)`` (or
-``RunOptions.for_research(settings, ...)``: the same with the research scaffold on).
+``RunOptions.for_research(settings, ...)``: the same, as `ask`, `eval` and training call it).
 """
 
 from __future__ import annotations
