@@ -38,3 +38,11 @@ def test_index_name_follows_the_corpus_dir(tmp_path):
     d = tmp_path / "my corpus!"
     d.mkdir()
     assert index_name_for(d) == "my-corpus-"
+
+
+def test_ask_names_a_bad_option_value_and_its_choices(tmp_path, monkeypatch):
+    monkeypatch.setenv("EVENTFOLD_HOME", str(tmp_path))
+    result = CliRunner().invoke(app, ["ask", "Who?", "--policy", "bogus"])
+    assert result.exit_code == 2 and "--policy 'bogus': choose model | workflow" in out(result)
+    result = CliRunner().invoke(app, ["ask", "Who?", "--report", "huge"])
+    assert result.exit_code == 2 and "choose short | full | long" in out(result)
