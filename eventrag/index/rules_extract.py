@@ -69,17 +69,27 @@ def _content(text: str) -> set[str]:
 
 
 def causal_relations(previous: Event, event: Event, chunk_id: str) -> list[Relation]:
-    """CAUSES from the previous sentence's event to this one when this sentence takes the previous one as
-    its cause: by an opener ("As a result, ...", "This forced ...") or by a cause that names what the
-    previous sentence told ("Because the station failed, ..." after the station's flooding). A link told
-    inside one sentence ("X because Y") joins no two events: one event per sentence cannot hold it."""
+    """CAUSES between the previous sentence's event and this one, when this sentence links to it:
+    - from the previous one when this sentence takes it as its cause, by an opener ("As a result, ...",
+      "This forced ...") or by a cause that names what it told ("Because the station failed, ..." after
+      the station's flooding);
+    - to the previous one, weaker, when this sentence opens with its own cause ("Because the flooding had
+      put the station out of action, water could no longer be drained ..." after "The council closed the
+      road"): what it tells explains the statement before it.
+    A link told inside one sentence ("X because Y") joins no two events: one event per sentence cannot hold it."""
     before = _content(previous.description)
-    weights = [link.weight for link in causal_links(event.description, previous.description)
+    links = causal_links(event.description, previous.description)
+    weights = [link.weight for link in links
                if link.across or (len(_content(link.cause) & before) * 2 >= len(_content(link.cause)) > 0)]
-    if not weights:
-        return []
-    return [Relation(source=previous.event_id, target=event.event_id, type="CAUSES", chunk_ids=[chunk_id],
-                     weight=round(0.8 * max(weights), 3))]
+    if weights:
+        return [Relation(source=previous.event_id, target=event.event_id, type="CAUSES", chunk_ids=[chunk_id],
+                         weight=round(0.8 * max(weights), 3))]
+    opening = [link for link in links if event.description.lower().startswith(link.connective)
+               and link.connective not in {"after", "following", "since"}]
+    if opening:
+        return [Relation(source=event.event_id, target=previous.event_id, type="CAUSES", chunk_ids=[chunk_id],
+                         weight=round(0.5 * opening[0].weight, 3))]
+    return []
 
 
 class RuleExtractor:
