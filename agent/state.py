@@ -9,6 +9,7 @@ JSON values) is what the LangGraph graph stores and checkpoints. Nodes do
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field
@@ -83,7 +84,7 @@ class RunState(BaseModel):
         return len(self.steps) + 1
 
     @classmethod
-    def from_graph(cls, state: dict[str, Any]) -> RunState:
+    def from_graph(cls, state: Mapping[str, object]) -> RunState:
         return cls.model_validate(dict(state))
 
     def to_graph(self) -> dict[str, Any]:
