@@ -40,6 +40,7 @@ CHAIN_DISCOUNT = 0.8  # each link further from the subject
 MIN_MATCH = 0.5  # share of a text's weighted words a span must hold to name it
 ENTITY_WEIGHT = 0.3  # a shared rare participant is weaker evidence than any connective
 LATE_PENALTY = 0.2  # a "cause" dated after the subject
+SHORT_SPAN = 3  # a cause of at most this many words ("the crack") is shown with the sentence telling it
 _OPENS_WITH_REFERENCE = re.compile(r"^(?:this|that|these|it|they|he|she|the\s+[a-z]+)\b", re.I)
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class _Stated:
     link: CausalLink
     chunk_id: str
     context: str  # the previous sentence, when the effect side opens by referring back to it
+    cause_context: str = ""  # the previous sentence, when the cause opens the sentence referring back ("The closure")
 
 def _stated_links(sents: Sequence[Sentence], passages: Sequence[Passage], graph: Sequence[GraphLink]) -> list[_Stated]:
     where = {(s.passage, s.position): s for s in sents}
@@ -109,7 +111,10 @@ def _stated_links(sents: Sequence[Sentence], passages: Sequence[Passage], graph:
         for link in causal_links(s.text, prev.text if prev else None):
             refers = prev is not None and not link.across and s.text.startswith(link.effect[:20]) and bool(
                 _OPENS_WITH_REFERENCE.match(link.effect))
-            out.append(_Stated(link, _chunk(passages, s), prev.text if refers and prev else ""))
+            cause_refers = prev is not None and not link.across and s.text.startswith(link.cause[:20]) and bool(
+                _OPENS_WITH_REFERENCE.match(link.cause))
+            out.append(_Stated(link, _chunk(passages, s), prev.text if refers and prev else "",
+                               prev.text if cause_refers and prev else ""))
     for g in graph:
         out.append(_Stated(CausalLink(g.cause, g.effect, "CAUSES", 0.9, f"{g.cause} -> {g.effect}"), g.chunk_id, ""))
     return out
@@ -146,6 +151,13 @@ def _undated(subject: str) -> str:
     return out if len(words(out)) >= 2 else subject
 
 
+def _cause_share(m: Matcher, query: str, st: _Stated) -> float:
+    """How well the cause of a link names `query`: its span, or (a little less) with the sentence before it
+    when it opens by referring back ("The closure meant ..." after the sentence telling the closure)."""
+    own = m.share(query, st.link.cause)
+    return max(own, 0.9 * m.share(query, f"{st.cause_context} {st.link.cause}")) if st.cause_context else own
+
+
 def _effect_share(m: Matcher, query: str, st: _Stated) -> float:
     """How well the effect side of a link names `query`: its clause, else (a little less) the whole side of
     the sentence it is told on ("a notice, issued on 16 July 2013 in Fennick"), with the previous sentence
@@ -154,21 +166,25 @@ def _effect_share(m: Matcher, query: str, st: _Stated) -> float:
     return max(m.share(query, st.link.effect), 0.9 * m.share(query, side))
 
 def _when(text: str, support: str, sents: Sequence[Sentence], passages: Sequence[Passage], subject: Ranked | None,
-          m: Matcher) -> tuple[EventTime | None, str]:
-    """The date of a cause span: its own, else that of the dated sentence naming it best (neither the
-    sentence stating the link, whose date may be the effect's, nor the subject's)."""
+          m: Matcher) -> tuple[EventTime | None, str, str]:
+    """The date of a cause span, the chunk and the sentence that date it: its own date, else that of the
+    dated sentence naming it best (neither the sentence stating the link, whose date may be the
+    effect's, nor the subject's)."""
     own = _dated(text)
     if own is not None:
-        return own, ""
+        return own, "", ""
     skip = {subject.text if subject else "", *(s.text for s in sents if s.text in support)}
-    # the sentence that tells the event itself, not one that names it as the cause of something else
+    # the sentence that tells the event itself: not one that names it as the cause of something else
+    # (ranked lower), nor one that explains it (its date is the explanation's: "X failed because of Y in 2019")
     scored = [(m.share(text, s.text), m.share(s.text, text) - 0.2 * is_causal(s.text), -i, s)
               for i, s in enumerate(sents) if s.text not in skip and _dated(s.text)]
+    scored = [x for x in scored if x[0] >= MIN_MATCH
+              and not any(m.share(text, link.effect) >= MIN_MATCH for link in causal_links(x[3].text))]
     best = max(scored, key=lambda x: x[:3], default=None)
     if best is None or best[0] < MIN_MATCH:
-        return None, ""
+        return None, "", ""
     sent = best[3]
-    return date_near(sent.text, words(text)), _chunk(passages, sent)
+    return date_near(sent.text, words(text)), _chunk(passages, sent), sent.text
 
 
 def _late(time: EventTime | None, subject: Ranked | None) -> bool:
@@ -193,7 +209,7 @@ def _follow(
     found: list[tuple[_Stated, float, int]] = []
     borrowed: list[tuple[_Stated, float]] = []
     for st in stated:
-        e, c = _effect_share(m, query, st), m.share(query, st.link.cause)
+        e, c = _effect_share(m, query, st), _cause_share(m, query, st)
         if e < MIN_MATCH or c >= e or st.link.cause in seen:
             continue
         if m.share(query, st.link.effect) < MIN_MATCH:
@@ -212,7 +228,7 @@ def _follow(
 def _effects(m: Matcher, subject: str, stated: Sequence[_Stated]) -> list[Ranked]:
     out = []
     for st in stated:
-        c, e = m.share(subject, st.link.cause), _effect_share(m, subject, st)
+        c, e = _cause_share(m, subject, st), _effect_share(m, subject, st)
         if c >= MIN_MATCH and c > e:
             out.append(Ranked(st.link.effect, 0.0, "connective", st.link.sentence, st.chunk_id))
     return out
@@ -253,9 +269,14 @@ def rank_causes(
     found = _follow(m, core, stated, 1.0, 1, set())
     ranked: list[Ranked] = []
     for st, score, depth in found:
-        time, event_chunk = _when(st.link.cause, st.link.sentence, sents, passages, target, m)
+        time, event_chunk, told = _when(st.link.cause, st.link.sentence, sents, passages, target, m)
         link: Link = "CAUSES" if st.link.connective == "CAUSES" else "connective"
-        ranked.append(Ranked(st.link.cause, score, link, st.link.sentence, st.chunk_id, time, event_chunk or st.chunk_id, depth))
+        text = st.link.cause
+        if not told and st.cause_context:  # "The discovery prompted ...": the sentence before tells the discovery
+            told, time, event_chunk = st.cause_context, _dated(st.cause_context), st.chunk_id
+        if told and len(words(text)) <= SHORT_SPAN:  # "the crack": the sentence telling it says what it was
+            text = f"{text} — {told}"
+        ranked.append(Ranked(text, score, link, st.link.sentence, st.chunk_id, time, event_chunk or st.chunk_id, depth))
     if target is not None:
         ranked += _entity_links(target, sents, passages, m)
     return Ranking(target, _settle(ranked, effects, target, m, subject)[:limit], effects)

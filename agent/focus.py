@@ -86,8 +86,9 @@ _SUFFIX = re.compile(r"(?:ments?|ings?|ures?|ions?|ed|es|s)$")
 
 
 def stem(word: str) -> str:
-    """A light stem: "closure", "closed" and "closes" are one word ("clos"); then at most five letters."""
+    """A light stem: "close", "closure", "closed" and "closes" are one word ("clos"); then at most five letters."""
     base = _SUFFIX.sub("", word) if len(word) > 4 else word
+    base = base[:-1] if len(base) > 3 and base.endswith("e") else base
     return (base if len(base) >= 3 else word)[:5]
 
 

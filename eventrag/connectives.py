@@ -27,7 +27,7 @@ _FORWARD = {
     "causing": 1.0, "resulted in": 1.0, "results in": 1.0, "resulting in": 1.0, "triggered": 1.0,
     "triggering": 1.0, "prompted": 1.0, "prompting": 1.0, "forced": 1.0, "forcing": 1.0, "sparked": 1.0,
     "set off": 1.0, "brought about": 1.0, "gave rise to": 1.0, "meant that": 0.8, "so that": 0.6,
-    "compelled": 1.0, "obliged": 0.9, "which meant": 0.8, "thereby": 0.8, "contributed to": 0.8,
+    "compelled": 1.0, "obliged": 0.9, "meant": 0.7, "which meant": 0.8, "thereby": 0.8, "contributed to": 0.8,
 }  # fmt: skip
 # backward: effect, connective, cause
 _BACKWARD = {
