@@ -175,32 +175,32 @@ class WorkflowPolicy:
     def answer_call(self, run: RunState, question: str, item: int | None, steps: list[Step],
                     ctx: PolicyContext) -> ToolCall:  # fmt: skip
         script = self.script(question, ctx)
-        text = computed_answer(script, steps) or self.read(run, question, script, steps, ctx)
-        cites = [c for c in supporting(run, text) if c in {ev.chunk_id for ev in gathered(run, steps)}]
+        passages = read_passages(run, script, steps)
+        text = computed_answer(script, steps) or self.read(run, self.asked(question, script, steps), passages, ctx)
+        pool = {p.chunk_id for p in passages} | {ev.chunk_id for ev in gathered(run, steps)}
+        cites = [c for c in supporting(run, text) if c in pool]
         if not cites and not is_insufficient(text):
-            cites = [ev.chunk_id for ev in gathered(run, steps)[:2]]
+            cites = list(dict.fromkeys(p.chunk_id for p in passages if p.chunk_id in run.evidence))[:2]
         args: dict[str, Any] = {"answer": text, "citations": cites}
         if item is not None:
             args["item"] = item
         return _call("answer", **args)
 
-    def read(self, run: RunState, question: str, script: Script, steps: list[Step], ctx: PolicyContext) -> str:
-        """The reader's answer over the evidence the steps gathered (a bridge: to the filled question;
-        causal: over the best-linked causes first)."""
-        passages = gathered(run, steps)
-        timeline = _made(steps, "timeline")
-        if script.form == "causal" and timeline is not None:
-            top = [e["chunk_id"] for e in timeline[1].get("events", [])[:CAUSES_READ]]
-            first = [run.evidence[c] for c in dict.fromkeys(top) if c in run.evidence]
-            passages = first + [p for p in passages if p not in first]
+    @staticmethod
+    def asked(question: str, script: Script, steps: list[Step]) -> str:
+        """The question the reader answers: a bridge's with the resolved name filled in."""
         resolved = _made(steps, "resolve")
         if script.bridge is not None and resolved is not None and resolved[1].get("name"):
-            question = script.bridge.fill(str(resolved[1]["name"]))
+            return script.bridge.fill(str(resolved[1]["name"]))
+        return question
+
+    @staticmethod
+    def read(run: RunState, question: str, passages: list[Evidence], ctx: PolicyContext) -> str:
+        """The reader's short answer (a finding of a sentence or two for a long request's requirement)."""
         if not passages:
             return NOT_FOUND
-        finding = run.plan.outline  # a requirement of a long request: a sentence or two
         messages = reader_messages(question, passages[: ctx.options.reader_k], backend_embed(ctx.tools.backend),
-                                   finding=finding)  # fmt: skip
+                                   finding=run.plan.outline)  # fmt: skip
         try:
             resp = counted_chat(run, ctx.model, messages, temperature=0.0, max_tokens=ctx.options.answer_max_tokens)
         except LLMError:
@@ -208,6 +208,22 @@ class WorkflowPolicy:
         run.counters.reader_calls += 1
         text = first_line(resp.text)
         return NOT_FOUND if is_insufficient(text) else re.sub(r"\s+", " ", text)[:200]
+
+
+def read_passages(run: RunState, script: Script, steps: list[Step]) -> list[Evidence]:
+    """What the reader reads: for a causal question the texts of the best-linked causes the timeline
+    returned, best first (the reader picks among causes; the linking sentence often holds the subject
+    itself, which a small reader then names), each headed by its date (a document title there is copied
+    as the answer); otherwise the evidence the steps gathered."""
+    timeline = _made(steps, "timeline")
+    if script.form != "causal" or timeline is None or not timeline[1].get("events"):
+        return gathered(run, steps)
+    out = []
+    for e in timeline[1]["events"][:CAUSES_READ]:
+        seen = run.evidence.get(str(e.get("chunk_id")))
+        out.append(Evidence(chunk_id=str(e.get("chunk_id")), doc_id=seen.doc_id if seen else "", step=run.next_step,
+                            title=str(e.get("date") or "undated"), text=str(e["text"])))  # fmt: skip
+    return out
 
 
 def computed_answer(script: Script, steps: list[Step]) -> str | None:

@@ -32,6 +32,10 @@ def test_a_causal_question_takes_a_search_then_the_timeline_of_causes():
     assert [n for n, _ in calls] == ["search", "timeline", "answer"]
     assert calls[1][1] == {"subject": "the recall of the S2 units", "relation": "causes"}
     assert run.answer == "A storm flooded the Lindqvist plant" and run.answer_source == "workflow"
+    reader = [c for c in model.calls if not c["tools"]][-1]["messages"][-1].content
+    events = [e["text"] for e in run.steps[1].data[0]["events"][:3]]
+    assert events and all(e in reader for e in events)  # the reader picks among the ranked causes
+    assert "sales fell" not in reader  # the effect is no cause
     assert run.answer_citations and all(c in run.evidence for c in run.answer_citations)
     assert all(s.kind == "action" and s.suggested is None for s in run.steps)  # the same step format, no suggestion
 
