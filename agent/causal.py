@@ -192,6 +192,12 @@ def _late(time: EventTime | None, subject: Ranked | None) -> bool:
         return False
     return (time.start or "") > (subject.time.end or subject.time.start)
 
+def _told_later(sentence: str, subject: Ranked | None) -> bool:
+    """Every date `sentence` names comes after the subject (and it names one)."""
+    times = [t for _, _, t in find_dates(sentence) if t.start]
+    return bool(times) and all(_late(t, subject) for t in times)
+
+
 def _before(time: EventTime, subject: Ranked) -> bool:
     """`time` ends before the subject starts (an undated subject: any date)."""
     if subject.time is None or not subject.time.start:
@@ -276,6 +282,8 @@ def rank_causes(
             told, time, event_chunk = st.cause_context, _dated(st.cause_context), st.chunk_id
         if told and len(words(text)) <= SHORT_SPAN:  # "the crack": the sentence telling it says what it was
             text = f"{text} — {told}"
+        if time is None and _told_later(st.link.sentence, target):
+            score *= LATE_PENALTY  # an undated cause in a sentence all of whose dates come after the subject
         ranked.append(Ranked(text, score, link, st.link.sentence, st.chunk_id, time, event_chunk or st.chunk_id, depth))
     if target is not None:
         ranked += _entity_links(target, sents, passages, m)

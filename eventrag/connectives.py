@@ -96,6 +96,7 @@ def _tidy(text: str) -> str:
 # where a clause ends: a cause or effect span does not run past one
 _STOP_BEFORE = re.compile(r";|:\s|\s[-\u2013\u2014]\s|,\s+(?:and|but|while|whereas)\s", re.I)
 _STOP_AFTER = re.compile(r";|:\s|\s[-\u2013\u2014]\s|,\s+(?:and|but|while|whereas|which|who|where|[a-z]+ed|[a-z]+ing)\s")
+_PARTICIPLE_BREAK = re.compile(r",\s+(?=(?:[a-z]+ed|[a-z]+ing)\s)")
 _TRAILING_AUX = re.compile(r"(?:\s+(?:had|has|have|was|were|is|are|been|had been|has been|would|could|which|that|who))+\s*$", re.I)
 
 
@@ -157,8 +158,10 @@ def _inline(sentence: str, opening: CausalLink | None) -> list[CausalLink]:
                 weight = _FORWARD.get(word, 1.0)  # "led" (an object, then "to"): `_LED_OBJECT_TO`
                 link = _link(_clause_before(before), _clause_after(after), word, weight, sentence, side=after)
             else:
-                link = _link(_clause_after(after), _clause_before(before[last_end:]), word, _BACKWARD[word], sentence,
-                             side=before[last_end:])
+                told = before[last_end:]
+                if last_end:  # "... triggered the recall, agreed in March to ...": the recall is the earlier link's
+                    told = _PARTICIPLE_BREAK.split(told, maxsplit=1)[-1]
+                link = _link(_clause_after(after), _clause_before(told), word, _BACKWARD[word], sentence, side=told)
             if link is not None:
                 out.append(link)
         last_end = m.end()

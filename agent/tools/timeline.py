@@ -50,7 +50,7 @@ def _around(ctx: ToolContext, subject: str, relation: Relation) -> tuple[Ranked 
     target = find_subject(subject, passages, backend_embed(ctx.backend))
     sents = sentences_of(passages)
     m = Matcher([s.text for s in sents])
-    about = f"{subject} {' '.join(n for _, n in find_entities(target.text))}" if target else subject
+    names = " ".join(n for _, n in find_entities(target.text)) if target else ""
     start = target.time.start if target and target.time and target.time.start else None
     end = (target.time.end or start) if target and target.time else None
     out: list[Ranked] = []
@@ -58,7 +58,8 @@ def _around(ctx: ToolContext, subject: str, relation: Relation) -> tuple[Ranked 
         dates = [t for _, _, t in find_dates(s.text) if t.start]
         if not dates or (target is not None and s.text == target.text):
             continue
-        time, share = dates[0], m.share(about, s.text)
+        time = dates[0]  # about the subject: its words, or the names its own sentence holds
+        share = max(m.share(subject, s.text), m.share(names, s.text) if names else 0.0)
         if share < MIN_MATCH / 2:
             continue
         side = None if start is None else "before" if (time.end or time.start or "") < start else \

@@ -69,6 +69,9 @@ def test_spans_stop_at_clause_breaks_and_at_the_previous_connective():
         ("after", "the complaint from the farm", "an investigation opened"),
     ]
     # the effect after "triggered" stops at the participle clause that follows it
-    (link, *_) = causal_links("The farmer whose complaint had triggered the recall, agreed in March to buy new units.")
-    assert link.cause == "The farmer whose complaint" and link.effect == "the recall"
-    assert link.effect_side.startswith("the recall, agreed in March")
+    sentence = "The farmer whose complaint had triggered the recall, agreed in March to buy new units after a trial."
+    triggered, after = causal_links(sentence)
+    assert triggered.cause == "The farmer whose complaint" and triggered.effect == "the recall"
+    assert triggered.effect_side.startswith("the recall, agreed in March")
+    # the effect before "after" is the farmer's agreeing, not the recall the earlier link ends in
+    assert after.cause == "a trial" and after.effect.startswith("agreed in March") and "recall" not in after.effect_side
