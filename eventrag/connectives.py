@@ -142,8 +142,8 @@ def _inline(sentence: str, opening: CausalLink | None) -> list[CausalLink]:
     skip = len(sentence) - len(sentence.lstrip()) + len(opening.connective) if opening else 0
     backward = list(_BACKWARD_RE.finditer(sentence))
     starts = {m.start() for m in backward}  # "caused by" is backward: not also the forward "caused"
-    forward = [m for m in [*_FORWARD_RE.finditer(sentence), *_LED_OBJECT_TO.finditer(sentence)] if m.start() not in starts]
-    found = sorted([(m, True) for m in forward] + [(m, False) for m in backward], key=lambda x: x[0].start())
+    ahead = [m for m in [*_FORWARD_RE.finditer(sentence), *_LED_OBJECT_TO.finditer(sentence)] if m.start() not in starts]
+    found = sorted([(m, True) for m in ahead] + [(m, False) for m in backward], key=lambda x: x[0].start())
     last_end = 0  # the effect told before a backward connective starts after the previous connective
     for m, forward in found:
         word = m.group(1).lower()
