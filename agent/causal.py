@@ -1,213 +1,308 @@
-"""Origin questions answered from a timeline of the evidence (`eventrag.query.causal` reads the form).
+"""Causes of an event ranked by the evidence that links them to it, never by time order or position.
 
-"What supplier event led to the 2015 SeaGuard recall?" The 1.5B reader given the evidence in rank
-order answered "HTI": the recall's own passage leads, and it names the recall's actor. Here:
+`rank_causes(subject, passages, graph_links)` reads the passages' sentences and scores each candidate
+cause by what states its link to the subject:
 
-1. the target ("the 2015 SeaGuard recall") is dated by the evidence sentence that names it best (the
-   temporal questions' matcher, `agent.temporal.dated_sentence`); a year written in the target must
-   agree, else no timeline;
-2. the timeline: the dated sentences of the best evidence that end before the target, in time order,
-   numbered (at most `MAX_EVENTS`, taken from the best passages first);
-3. the reader answers over the numbered timeline, the target last ("a chain of events starts with its
-   earliest event"); the event its answer names (most words shared) is cited and marked in the report;
-4. an episode is reported from its start: when the document of the event named also reports, dated at
-   most `EPISODE_DAYS` earlier, another timeline event, the earliest such event is the answer. The 1.5B
-   named "Ekberg signed an emergency supply contract with Lindqvist" (17 February 2014) for "what
-   supplier event led to the recall"; the same report opens with the fire at the supplier's plant (2
-   February 2014) that made the contract necessary.
-   A numbered choice under a JSON grammar was tried first and dropped: on five timelines the 1.5B's
-   picks were no better than chance (docs/notes/2026-12-02/session8.md).
+1. a causal connective (`eventrag.connectives`): the subject's words on the effect side of a link
+   ("The order followed an investigation opened *after* the complaint") make the other side a cause,
+   weighted by the connective ("because" 1.0, "after" 0.5) and by how well the effect side names the
+   subject; a link whose *cause* side names the subject marks its effect side as an effect, never a cause;
+2. a CAUSES edge of the event graph (`graph_links`, extracted at index time) into an event that names
+   the subject;
+3. a chain: the causes of a cause found so (up to `MAX_DEPTH` links), each link discounting the score;
+4. weakly, a dated event before the subject that names a rare participant of the subject's own
+   sentences (the element the recall order names, the supplier the contract names): link "BEFORE".
 
-No dated target, a timeline under two events, or an answer that names none of them: the run goes on
-as for any question.
+A cause dated after the subject cannot be its cause and loses most of its score. Words match by stem
+and weigh by rarity among the passages' sentences (IDF), so the corpus' topic word counts for little.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable, Sequence
-from datetime import date
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
-from agent.focus import Embed, Passage, Sentence, sentences_of, words
-from agent.plan import ChatFn
-from agent.prompts import ORIGIN_SYSTEM, ORIGIN_USER, SENTENCE_LINE
-from agent.reader import best_evidence, first_line, is_insufficient
-from agent.state import RunState
+from agent.focus import Embed, Passage, Sentence, sentences_of, stem, words
 from agent.temporal import dated_sentence
-from eventfold.llm.types import LLMError, Message
-from eventfold.run_options import RunOptions
-from eventrag.query.causal import CausalQuestion, OriginAnswer, TimelineEvent
+from eventrag.connectives import CausalLink, causal_links, is_causal
+from eventrag.dates import find_dates
+from eventrag.index.rules_extract import find_entities
 from eventrag.query.temporal import date_near
 from eventrag.schema import EventTime
 
-# the graph's opening search: query, the sub-question it serves, hits (None: the options' search_top_k)
-Search = Callable[[str, "int | None", "int | None"], None]
-MAX_EVENTS = 12  # timeline lines shown to the model
-EPISODE_DAYS = 31  # events of one document this close together are one episode (`episode_start`)
-# "In the early hours of 2 February 2014, a fire broke out ..." -> "a fire broke out ..."
-_LEADING_TIME = re.compile(r"^(?:in|on|by|during|at|early|late|from)\b[^,]{0,60},\s+", re.I)
-# "Halvorsen's 2011 warning had come true": the year names an earlier thing, not when this happened
-_ATTRIBUTIVE = re.compile(r"(?:'s|’s|\b(?:the|a|an|its|their|his|her|our|this|that))\s+$", re.I)
+Link = Literal["CAUSES", "connective", "BEFORE", "none"]
+MAX_DEPTH = 3  # links of a chain followed back from the subject
+CHAIN_DISCOUNT = 0.8  # each link further from the subject
+MIN_MATCH = 0.5  # share of a text's weighted words a span must hold to name it
+ENTITY_WEIGHT = 0.3  # a shared rare participant is weaker evidence than any connective
+LATE_PENALTY = 0.2  # a "cause" dated after the subject
+SHORT_SPAN = 3  # a cause of at most this many words ("the crack") is shown with the sentence telling it
+_OPENS_WITH_REFERENCE = re.compile(r"^(?:this|that|these|it|they|he|she|the\s+[a-z]+)\b", re.I)
 
+@dataclass(frozen=True)
+class GraphLink:
+    """A CAUSES edge of the event graph: the texts of its two events and the chunk that states them."""
+
+    cause: str
+    effect: str
+    chunk_id: str
+
+@dataclass
+class Ranked:
+    """A candidate event: its text, when (if dated), the chunk that states it, and its link to the subject."""
+
+    text: str
+    score: float
+    link: Link
+    support: str  # the sentence(s) stating the link
+    chunk_id: str  # the chunk holding the support
+    time: EventTime | None = None
+    event_chunk: str = ""  # the chunk whose sentence dates the event (may differ from the support's)
+    depth: int = 1
+
+    @property
+    def date(self) -> str:
+        return self.time.start if self.time is not None and self.time.start else ""
+
+@dataclass
+class Ranking:
+    subject: Ranked | None  # the sentence that names the subject best (score: its match)
+    causes: list[Ranked] = field(default_factory=list)  # best first
+    effects: list[Ranked] = field(default_factory=list)  # what the evidence says the subject caused
+
+class Matcher:
+    """IDF-weighted, stem-level share of a text's words that another text holds."""
+
+    def __init__(self, sentences: Sequence[str]) -> None:
+        bags = [{stem(w) for w in words(s)} for s in sentences]
+        self.df = Counter(w for bag in bags for w in bag)
+        self.n = max(1, len(bags))
+
+    def idf(self, stem: str) -> float:
+        return math.log(1 + self.n / (1 + self.df[stem]))
+
+    def share(self, query: str, text: str) -> float:
+        q = {stem(w) for w in words(query)}
+        if not q:
+            return 0.0
+        have = {stem(w) for w in words(text)}
+        total = sum(self.idf(w) for w in q)
+        return sum(self.idf(w) for w in q & have) / total if total else 0.0
+
+def _chunk(passages: Sequence[Passage], s: Sentence) -> str:
+    return str(getattr(passages[s.passage], "chunk_id", "") or passages[s.passage].doc_id)
+
+@dataclass
+class _Stated:
+    link: CausalLink
+    chunk_id: str
+    context: str  # the previous sentence, when the effect side opens by referring back to it
+    cause_context: str = ""  # the previous sentence, when the cause opens the sentence referring back ("The closure")
+
+def _stated_links(sents: Sequence[Sentence], passages: Sequence[Passage], graph: Sequence[GraphLink]) -> list[_Stated]:
+    where = {(s.passage, s.position): s for s in sents}
+    out: list[_Stated] = []
+    for s in sents:
+        prev = where.get((s.passage, s.position - 1))
+        for link in causal_links(s.text, prev.text if prev else None):
+            refers = prev is not None and not link.across and s.text.startswith(link.effect[:20]) and bool(
+                _OPENS_WITH_REFERENCE.match(link.effect))
+            cause_refers = prev is not None and not link.across and s.text.startswith(link.cause[:20]) and bool(
+                _OPENS_WITH_REFERENCE.match(link.cause))
+            out.append(_Stated(link, _chunk(passages, s), prev.text if refers and prev else "",
+                               prev.text if cause_refers and prev else ""))
+    for g in graph:
+        out.append(_Stated(CausalLink(g.cause, g.effect, "CAUSES", 0.9, f"{g.cause} -> {g.effect}"), g.chunk_id, ""))
+    return out
 
 def _dated(text: str) -> EventTime | None:
-    """When the sentence's event happened, if it says (a year used as an adjective does not)."""
-    t = date_near(text, [])
-    if t is None or t.start is None:
+    found = [t for _, _, t in find_dates(text) if t.start]
+    return found[0] if found else None
+
+def find_subject(subject: str, passages: Sequence[Passage], embed: Embed | None = None) -> Ranked | None:
+    """The sentence naming the subject best: dated when a dated one names it (its date must hold a year
+    the subject names), else the best undated one; None when none names it."""
+    year = next((t.start[:4] for _, _, t in find_dates(subject) if t.start), None)
+    found = dated_sentence(subject, subject, passages, embed)
+    if found is not None:
+        sent, time = found
+        if year is None or (time.start or "")[:4] <= year <= (time.end or time.start or "")[:4]:
+            return Ranked(sent.text, 1.0, "none", sent.text, _chunk(passages, sent), time, _chunk(passages, sent), 0)
+    sents = sentences_of(passages)
+    if not sents:
         return None
-    if t.granularity == "year" and t.raw and _ATTRIBUTIVE.search(text[: text.find(t.raw)]):
+    m = Matcher([s.text for s in sents])
+    scored = [(m.share(subject, s.text), -i, s) for i, s in enumerate(sents)]
+    share, _, best = max(scored, key=lambda x: (x[0], x[1]))
+    if share < MIN_MATCH:
         return None
-    return t
+    return Ranked(best.text, share, "none", best.text, _chunk(passages, best), _dated(best.text), _chunk(passages, best), 0)
+
+def _undated(subject: str) -> str:
+    """`subject` without the dates it names (unchanged when fewer than two words would be left)."""
+    out = subject
+    for start, end, _ in sorted(find_dates(subject), key=lambda d: -d[0]):
+        out = out[:start] + " " + out[end:]
+    out = " ".join(re.sub(r"\b(?:in|on|of|during|from)\s*$", "", out.strip()).split())
+    return out if len(words(out)) >= 2 else subject
 
 
-def _event(s: Sentence, passages: Sequence[Passage], time: EventTime) -> TimelineEvent:
-    start = time.start or ""
-    return TimelineEvent(
-        start=start, end=time.end or start, raw=time.raw or start, text=s.text, title=s.title,
-        chunk_id=getattr(passages[s.passage], "chunk_id", ""), doc_id=passages[s.passage].doc_id,
-    )  # fmt: skip
+def _cause_share(m: Matcher, query: str, st: _Stated) -> float:
+    """How well the cause of a link names `query`: its span, or (a little less) with the sentence before it
+    when it opens by referring back ("The closure meant ..." after the sentence telling the closure)."""
+    own = m.share(query, st.link.cause)
+    return max(own, 0.9 * m.share(query, f"{st.cause_context} {st.link.cause}")) if st.cause_context else own
 
 
-def find_target(
-    cq: CausalQuestion, passages: Sequence[Passage], embed: Embed | None = None
-) -> tuple[TimelineEvent, str] | None:
-    """The target event (the evidence sentence naming it best, dated) and the sentence after it in its
-    passage ("" if none); None when no dated sentence names it, or its year is not the one asked."""
-    found = dated_sentence(cq.target, cq.target, passages, embed)
-    if found is None:
-        return None
-    sent, time = found
-    year = cq.target_year
-    if time.start is None or (year is not None and not (time.start[:4] <= year <= (time.end or time.start)[:4])):
-        return None  # the sentence found is not the target the question dates
-    after = [s.text for s in sentences_of([passages[sent.passage]]) if s.position > sent.position]
-    return _event(sent, passages, time), (after[0] if after else "")
+def _effect_share(m: Matcher, query: str, st: _Stated) -> float:
+    """How well the effect side of a link names `query`: its clause, else (a little less) the whole side of
+    the sentence it is told on ("a notice, issued on 16 July 2013 in Fennick"), with the previous sentence
+    when that side opens by referring back ("The order ... followed")."""
+    side = f"{st.context} {st.link.effect_side}" if st.context else st.link.effect_side
+    return max(m.share(query, st.link.effect), 0.9 * m.share(query, side))
+
+def _when(text: str, support: str, sents: Sequence[Sentence], passages: Sequence[Passage], subject: Ranked | None,
+          m: Matcher) -> tuple[EventTime | None, str, str]:
+    """The date of a cause span, the chunk and the sentence that date it: its own date, else that of the
+    dated sentence naming it best (neither the sentence stating the link, whose date may be the
+    effect's, nor the subject's)."""
+    own = _dated(text)
+    if own is not None:
+        return own, "", ""
+    skip = {subject.text if subject else "", *(s.text for s in sents if s.text in support)}
+    # the sentence that tells the event itself: not one that names it as the cause of something else
+    # (ranked lower), nor one that explains it (its date is the explanation's: "X failed because of Y in 2019")
+    scored = [(m.share(text, s.text), m.share(s.text, text) - 0.2 * is_causal(s.text), -i, s)
+              for i, s in enumerate(sents) if s.text not in skip and _dated(s.text)]
+    scored = [x for x in scored if x[0] >= MIN_MATCH
+              and not any(m.share(text, link.effect) >= MIN_MATCH for link in causal_links(x[3].text))]
+    best = max(scored, key=lambda x: x[:3], default=None)
+    if best is None or best[0] < MIN_MATCH:
+        return None, "", ""
+    sent = best[3]
+    return date_near(sent.text, words(text)), _chunk(passages, sent), sent.text
 
 
-def timeline(target: TimelineEvent, passages: Sequence[Passage]) -> list[TimelineEvent]:
-    """The dated events of `passages` that end before the target, in time order (the first
-    `MAX_EVENTS` found, best passages first)."""
-    events: list[TimelineEvent] = []
-    for s in sentences_of(passages):
-        t = _dated(s.text)
-        if s.text == target.text or t is None or t.start is None or (t.end or t.start) >= target.start:
+def _late(time: EventTime | None, subject: Ranked | None) -> bool:
+    if time is None or subject is None or subject.time is None or not subject.time.start:
+        return False
+    return (time.start or "") > (subject.time.end or subject.time.start)
+
+def _told_later(sentence: str, subject: Ranked | None) -> bool:
+    """Every date `sentence` names comes after the subject (and it names one)."""
+    times = [t for _, _, t in find_dates(sentence) if t.start]
+    return bool(times) and all(_late(t, subject) for t in times)
+
+
+def _before(time: EventTime, subject: Ranked) -> bool:
+    """`time` ends before the subject starts (an undated subject: any date)."""
+    if subject.time is None or not subject.time.start:
+        return True
+    return (time.end or time.start or "") < subject.time.start
+
+
+def _follow(
+    m: Matcher, query: str, stated: Sequence[_Stated], base: float, depth: int, seen: set[str]
+) -> list[tuple[_Stated, float, int]]:
+    """The links whose effect side names `query` and whose cause side does not, with their scores,
+    and (recursively) the causes of those causes. A link whose effect names `query` only through the
+    sentence before it ("The pump failed because ..." after "The pump failure led to the shortage") is
+    left for the next hop when its own clause names a cause found here: it explains that cause."""
+    found: list[tuple[_Stated, float, int]] = []
+    borrowed: list[tuple[_Stated, float]] = []
+    for st in stated:
+        e, c = _effect_share(m, query, st), _cause_share(m, query, st)
+        if e < MIN_MATCH or c >= e or st.link.cause in seen:
             continue
-        events.append(_event(s, passages, t))
-        if len(events) == MAX_EVENTS:
-            break
-    return sorted(events, key=_middle)
+        if m.share(query, st.link.effect) < MIN_MATCH:
+            borrowed.append((st, e))
+        else:
+            found.append((st, base * st.link.weight * e, depth))
+    for st, e in borrowed:
+        if not any(m.share(f[0].link.cause, st.link.effect) >= MIN_MATCH for f in found):
+            found.append((st, base * st.link.weight * e, depth))
+    seen.update(st.link.cause for st, _, _ in found)
+    if depth < MAX_DEPTH:
+        for st, score, _ in list(found):
+            found += _follow(m, st.link.cause, stated, score * CHAIN_DISCOUNT, depth + 1, seen)
+    return found
 
+def _effects(m: Matcher, subject: str, stated: Sequence[_Stated]) -> list[Ranked]:
+    out = []
+    for st in stated:
+        c, e = _cause_share(m, subject, st), _effect_share(m, subject, st)
+        if c >= MIN_MATCH and c > e:
+            out.append(Ranked(st.link.effect, 0.0, "connective", st.link.sentence, st.chunk_id))
+    return out
 
-def _middle(e: TimelineEvent) -> tuple[int, str]:
-    """Time order by an event's middle day: "autumn 2014" (the year) sorts after March 2014, before December."""
-    start, end = _days(e)
-    return (start.toordinal() + end.toordinal()) // 2, e.start
+def _entity_links(
+    subject: Ranked, sents: Sequence[Sentence], passages: Sequence[Passage], m: Matcher
+) -> list[Ranked]:
+    """Dated sentences before the subject that name a rare participant of the subject's sentence."""
+    low = [s.text.lower() for s in sents]
+    names = {n.lower() for _, n in find_entities(subject.text)}
+    # a name is as rare as its commonest word ("Halvorsen Tidewater Instruments" is no rarer than
+    # "Halvorsen"), against a name no other sentence holds: the company every sentence names weighs little
+    rarest = m.idf("") or 1.0
+    rarity = {n: min((m.idf(stem(w)) for w in words(n)), default=0.0) / rarest for n in names}
+    out: list[Ranked] = []
+    for s, text in zip(sents, low, strict=True):
+        time = _dated(s.text)
+        if s.text == subject.text or time is None or not _before(time, subject):
+            continue
+        shared = sorted(n for n in names if n in text)
+        got = min(1.0, sum(rarity[n] for n in shared))
+        if got > 0:
+            support = f"names {', '.join(shared)} as the subject does"
+            out.append(Ranked(s.text, ENTITY_WEIGHT * got, "BEFORE", support, _chunk(passages, s), time, _chunk(passages, s)))
+    return out
 
+def rank_causes(
+    subject: str, passages: Sequence[Passage], graph_links: Sequence[GraphLink] = (), embed: Embed | None = None,
+    *, limit: int = 8,
+) -> Ranking:
+    """The candidate causes of `subject` in `passages`, best first (see the module's doc)."""
+    sents = sentences_of(passages)
+    m = Matcher([s.text for s in sents])
+    target = find_subject(subject, passages, embed)
+    stated = _stated_links(sents, passages, graph_links)
+    core = _undated(subject)  # "the closure of the footbridge" is how a sentence may name it, its date aside
+    effects = _effects(m, core, stated)
+    found = _follow(m, core, stated, 1.0, 1, set())
+    ranked: list[Ranked] = []
+    for st, score, depth in found:
+        time, event_chunk, told = _when(st.link.cause, st.link.sentence, sents, passages, target, m)
+        link: Link = "CAUSES" if st.link.connective == "CAUSES" else "connective"
+        text = st.link.cause
+        if not told and st.cause_context:  # "The discovery prompted ...": the sentence before tells the discovery
+            told, time, event_chunk = st.cause_context, _dated(st.cause_context), st.chunk_id
+        if told and len(words(text)) <= SHORT_SPAN:  # "the crack": the sentence telling it says what it was
+            text = f"{text} — {told}"
+        if time is None and _told_later(st.link.sentence, target):
+            score *= LATE_PENALTY  # an undated cause in a sentence all of whose dates come after the subject
+        ranked.append(Ranked(text, score, link, st.link.sentence, st.chunk_id, time, event_chunk or st.chunk_id, depth))
+    if target is not None:
+        ranked += _entity_links(target, sents, passages, m)
+    return Ranking(target, _settle(ranked, effects, target, m, subject)[:limit], effects)
 
-def _restated(answer: str, question: str) -> str:
-    """ "The supplier event that led to X was the fire ..." -> "the fire ...": the part after the
-    question restated (most of the words before " was " are the question's)."""
-    head, sep, tail = answer.partition(" was ")
-    q = set(words(question))
-    head_words = words(head)
-    if sep and tail and head_words and sum(w in q for w in head_words) >= 0.6 * len(head_words):
-        return tail.strip()
-    return answer
-
-
-def read_timeline(
-    chat: ChatFn, question: str, target: TimelineEvent, events: list[TimelineEvent], max_tokens: int
-) -> tuple[str, int] | None:
-    """The reader's answer over the numbered timeline (the target last) and the index of the event it
-    names (most words shared); None when the call fails, it finds nothing, or it names no event."""
-    lines = [SENTENCE_LINE.format(n=i, title=e.raw, text=e.text) for i, e in enumerate([*events, target], 1)]
-    user = ORIGIN_USER.format(question=question, events="\n".join(lines))
-    messages = [Message(role="system", content=ORIGIN_SYSTEM), Message(role="user", content=user)]
-    try:
-        resp = chat(messages, temperature=0.0, max_tokens=max_tokens)
-    except LLMError:
-        return None
-    answer = _restated(first_line(resp.text), question).rstrip(".")
-    said = set(words(answer))
-    if is_insufficient(answer) or not said:
-        return None
-    shared = [len(said & set(words(e.text))) for e in events]
-    best = max(range(len(events)), key=lambda i: (shared[i], -i))
-    return (answer, best) if shared[best] >= min(2, len(said)) else None
-
-
-def origin_answer(
-    chat: ChatFn, question: str, cq: CausalQuestion, passages: Sequence[Passage], max_tokens: int,
-    embed: Embed | None = None,
-) -> OriginAnswer | None:
-    """The event asked for, read from the timeline of `passages` before the target; None when the
-    target is not found, the timeline has fewer than two events, or the reader names none of them."""
-    found = find_target(cq, passages, embed)
-    if found is None:
-        return None
-    target = found[0]
-    events = timeline(target, passages)
-    if len(events) < 2:
-        return None
-    read = read_timeline(chat, question, target, events, max_tokens)
-    if read is None:
-        return None
-    answer, pick = read
-    start = episode_start(events, pick)
-    if start != pick:
-        answer, pick = clause_of(events[start]), start
-    return OriginAnswer(answer=answer, origin=events[pick], target=target, events=events)
-
-
-def _days(e: TimelineEvent) -> tuple[date, date]:
-    return date.fromisoformat(e.start), date.fromisoformat(e.end)
-
-
-def episode_start(events: list[TimelineEvent], pick: int) -> int:
-    """The earliest event of the picked event's episode: events of the same document, each dated to a
-    day or a month, starting at most `EPISODE_DAYS` before it; `pick` itself when there is none."""
-    chosen = events[pick]
-    c_start, c_end = _days(chosen)
-    if not chosen.doc_id or (c_end - c_start).days > EPISODE_DAYS:
-        return pick
-    same = []
-    for i in range(pick):
-        start, end = _days(events[i])
-        if (events[i].doc_id == chosen.doc_id and (end - start).days <= EPISODE_DAYS
-                and 0 <= (c_start - start).days <= EPISODE_DAYS):
-            same.append(i)
-    return min(same, key=lambda i: (events[i].start, i)) if same else pick
-
-
-def clause_of(event: TimelineEvent) -> str:
-    """The event's sentence as an answer: without its leading time phrase and final stop."""
-    text = event.text.strip().rstrip(".")
-    stripped = _LEADING_TIME.sub("", text, count=1)
-    return stripped if event.raw in text[: len(text) - len(stripped)] else text
-
-
-def plan_origin(
-    run: RunState, cq: CausalQuestion, search: Search, chat: ChatFn, options: RunOptions, embed: Embed | None = None
-) -> bool:
-    """Search for the target and for what led to it, then answer from the timeline (mutates `run`):
-    True when the plan holds the answer (`run.plan.origin`); else the sub-questions tried stay, with
-    their searches, for the ordinary plan to follow. The question's search opens the run here."""
-    when = run.plan.add(f"When was {cq.target}?")
-    search(run.question, None, None)
-    search(cq.target, when.id, None)
-    found = find_target(cq, best_evidence(run, options.reader_k), embed)
-    if found is None:
-        return False
-    target, after = found
-    when.answer = target.raw
-    before = run.plan.add(f"What led to {cq.target}?")
-    for query in (target.text, after):  # the target's own sentences name who and what took part in it
-        if query:  # (twice the usual hits: the links of a chain share few words with its end)
-            search(query, before.id, 2 * options.search_top_k)
-    # the target is found again over the wider evidence: its own searches may bring a sentence naming it better
-    origin = origin_answer(chat, run.question, cq, best_evidence(run, 2 * options.reader_k), options.answer_max_tokens, embed)
-    if origin is None:
-        return False
-    before.answer = origin.answer
-    run.plan.origin = origin
-    return True
+def _settle(ranked: list[Ranked], effects: Sequence[Ranked], subject: Ranked | None, m: Matcher,
+            subject_words: str) -> list[Ranked]:
+    """Late causes and the subject's own effects lose their score; the same event found twice is kept once
+    (its best score); best first, ties by depth then text order."""
+    out: list[Ranked] = []
+    for r in sorted(ranked, key=lambda r: -r.score):
+        score = r.score
+        if _late(r.time, subject):
+            score *= LATE_PENALTY
+        if any(m.share(e.text, r.text) >= 0.6 for e in effects):
+            score *= LATE_PENALTY
+        if r.text == subject_words or (subject is not None and r.text == subject.text):
+            continue  # the subject itself
+        same = next((o for o in out if m.share(r.text, o.text) >= 0.8 and m.share(o.text, r.text) >= 0.8), None)
+        if same is None:
+            out.append(replace(r, score=round(score, 4)))
+    return sorted(out, key=lambda r: (-r.score, r.depth))

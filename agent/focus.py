@@ -82,6 +82,16 @@ def backend_embed(backend: object) -> Embed | None:
     return None
 
 
+_SUFFIX = re.compile(r"(?:ments?|ings?|ures?|ions?|ed|es|s)$")
+
+
+def stem(word: str) -> str:
+    """A light stem: "close", "closure", "closed" and "closes" are one word ("clos"); then at most five letters."""
+    base = _SUFFIX.sub("", word) if len(word) > 4 else word
+    base = base[:-1] if len(base) > 3 and base.endswith("e") else base
+    return (base if len(base) >= 3 else word)[:5]
+
+
 def words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
 

@@ -2,17 +2,17 @@
 
 In long mode, a request written as a structure — numbered or lettered items, bullets, "Part One:",
 "Table 1:", or paragraphs ("First, … Second, … Finally, …") after an opening paragraph — is planned as
-one sub-question per requirement, in the order asked: the user's own words (no model call: a 1.5B asked
-to outline a 3,000-character request drops whole parts of it). A list that opens under an item ending
+one item per requirement, in the order asked: the user's own words (no model call: a small model asked
+to outline a long request drops whole parts of it). A list that opens under an item ending
 with ":" is read with that item: its long entries become requirements of their own (headed by the
 item's bold title, if it has one), its short ones ("Transformers", "CNN") are one requirement with the
 item. Lines about the report's form ("Please ensure the report has a clear structure…") and the
 benchmark's blocked-source rule are not requirements.
 
-The plan is a briefing (`agent.briefing`): requirements searched one after another, folded as the
-context grows, each read from its own evidence as a finding of a sentence or two (`agent.chain`), one
-report section each. A request that lists questions stays a question briefing; one without structure
-gets the ordinary plan.
+The requirements are a long task's items, as a briefing's questions are (`agent.briefing`): each
+answered in the same loop by `answer(item=n)` with a finding of a sentence or two, one report section
+each. A request that lists questions stays a question briefing; one without structure is a single
+question.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""The reader: a short answer from the sentences of the evidence that bear on the question (one LLM
-call), and the choice of the passages the agent hands it when a run ends without a supported `answer`.
+"""The reader: a short answer from the sentences of the evidence that bear on the question (one LLM call).
 
-`read_answer` is the reader of eval's retrieve-and-read systems (`eval --mode naive`) too: the agent's
-fallback answers with exactly the pipeline it is compared against, over the evidence it collected.
+`read_answer` is the reader of eval's retrieve-and-read systems (`eval --mode naive`); the workflow
+policy words its answers with the same prompt (`reader_messages`) over the evidence its tools gathered.
 The passages are cut down to their best sentences, two hops deep (`agent.focus`), before the model
 sees them: a 1.5B model reads ten sentences right where it misreads five whole passages.
 """
@@ -15,7 +14,6 @@ from typing import Any
 
 from agent import prompts
 from agent.focus import Embed, Passage, focus
-from agent.state import Evidence, RunState
 from eventfold.llm.types import ChatModel, ChatResponse, Message
 
 _STOP = frozenset(
@@ -103,44 +101,3 @@ def adds_to(finding: str, requirement: str, passages: Sequence[Passage]) -> bool
 
 def is_insufficient(answer: str) -> bool:
     return not answer.strip() or answer.strip().strip(".").lower() == prompts.INSUFFICIENT
-
-
-def best_evidence(run: RunState, k: int) -> list[Evidence]:
-    """The passages for the reader: chunks the model cited or read first, then the top two chunks
-    each search the model made itself added to the evidence (its follow-ups, latest first), then the opening searches'
-    hits taken in turns by rank with the question's own search first (so every hop is represented),
-    then the rest by rank. When the question's descriptions were resolved (`agent.bridge`), all the
-    filled question's hits lead, then the hops' in turns, latest hop first."""
-    pool = list(run.evidence.values())
-    chosen: list[Evidence] = []
-
-    def take(ev: Evidence) -> None:
-        if ev not in chosen and len(chosen) < k:
-            chosen.append(ev)
-
-    for cid in run.answer_citations:
-        if cid in run.evidence:
-            take(run.evidence[cid])
-    for ev in pool:
-        if ev.rank == 0:  # opened with read: the model wanted it
-            take(ev)
-    for step in reversed(run.steps):  # the model's own searches, latest first: the top two they added
-        calls = step.assistant.tool_calls
-        if step.kind == "action" and calls and calls[0].name == "search":
-            added = [run.evidence[c] for c in step.chunk_ids if c in run.evidence and run.evidence[c].step == step.n]
-            for ev in added[:2]:
-                take(ev)
-    groups = [sorted((ev for ev in pool if ev.sub_question is None and ev.rank), key=lambda e: (e.step, e.rank))]
-    for sq in run.plan.sub_questions:
-        groups.append([run.evidence[c] for c in sq.evidence if c in run.evidence])
-    if run.plan.resolved is not None:  # the filled question's hits all first, then the hops', latest first
-        groups = groups[:0:-1] + groups[:1]
-        for ev in groups[0]:
-            take(ev)
-    for depth in range(max((len(g) for g in groups), default=0)):
-        for group in groups:
-            if depth < len(group):
-                take(group[depth])
-    for ev in sorted(pool, key=lambda e: (e.rank, e.step)):
-        take(ev)
-    return chosen

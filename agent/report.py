@@ -1,9 +1,10 @@
-"""The final Markdown report, pure functions of the run state (plus the model name).
+"""The final Markdown report, pure functions of the run state (plus the model name and wall time).
 
-`full` (default): the answer with [c:ID] citations; findings per sub-question (the sentence of its
-best evidence that matches it, cited); sources with titles, documents and the dates they mention;
-open questions; the run's numbers. `short`: the answer line and its sources (one line of answer).
-`long`: `full` plus the written summary (`agent.report_writer`).
+`short` (one screen for a single question): the answer with its [c:ID] citations, why (the cited
+sentences, clean: a chunk's title and "Date:" header lines are not part of a sentence), the sources, and
+the run's numbers. A long task has one "### n. question" section per item opening with "Answer: …".
+`full`: also each item's evidence sentences, the trajectory's steps, the timelines the tools built and
+all the evidence seen. `long`: `full` plus the written summary (`agent.report_writer`).
 """
 
 from __future__ import annotations
@@ -11,12 +12,17 @@ from __future__ import annotations
 import re
 
 from agent.briefing import title as briefing_title
-from agent.leads import plain_sentences
+from agent.memory import call_digest
 from agent.outline import title as outline_title
+from agent.plan import SubQuestion
 from agent.state import CITATION_RE, Evidence, RunState
 from agent.tools.context import neutralize
 from agent.tools.search import snippet
-from eventrag.dates import find_dates
+
+WHY = 3  # cited sentences under the answer
+SENTENCE_CHARS = 300
+_HEADER = re.compile(r"^(?:#+\s|\W*[A-Z][\w ]{0,24}:\s*\S)")  # "# Title", "Date: 2015-01-09", "Source: …"
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(A-Z0-9])")
 
 
 def _norm(text: str) -> str:
@@ -28,153 +34,165 @@ def _quote(text: str, limit: int) -> str:
     return neutralize(snippet(text, limit)).replace("[", "\\[")
 
 
-def select_citations(run: RunState, limit: int = 5) -> tuple[list[Evidence], str]:
-    """The evidence the answer rests on, and how it was chosen.
+def body_text(ev: Evidence) -> str:
+    """A chunk's text without its header lines: its title, "Key: value" lines ("Date: 2015-01-09") and
+    short unpunctuated heading lines at the top."""
+    lines = [ln.strip() for ln in ev.text.splitlines() if ln.strip()]
+    title = _norm(ev.title)
+    while lines:
+        first = lines[0]
+        heading = len(first.split()) <= 12 and not first.rstrip().endswith((".", "!", "?", '"'))
+        if (title and _norm(first) == title) or _HEADER.match(first) and len(first) < 120 or heading and len(lines) > 1:
+            lines.pop(0)
+            continue
+        break
+    return " ".join(" ".join(lines).split())
 
-    1. chunk ids cited by the answer (the model's citations, or the chunks the reader's answer was
-    found in) that the run actually saw; 2. otherwise the seen chunks whose text contains the answer;
-    3. otherwise the top hits of the last search (marked as retrieved, not verified)."""
+
+def sentences(ev: Evidence) -> list[str]:
+    """The clean sentences of a chunk (fragments of 15 characters or less left out)."""
+    return [s for s in _SENTENCE.split(body_text(ev)) if len(s) > 15]
+
+
+def best_sentence(ev: Evidence, query: str, answer: str = "") -> str:
+    """The sentence of `ev` holding the answer (if one does) that shares most words with `query`."""
+    sents = sentences(ev) or [snippet(body_text(ev) or ev.text, 200)]
+    key = _norm(answer)
+    holding = [s for s in sents if key and key in _norm(s)] or sents
+    words = set(re.findall(r"\w{3,}", f"{query} {answer}".lower()))
+    return max(holding, key=lambda s: len(words & set(re.findall(r"\w{3,}", s.lower()))))
+
+
+def select_citations(run: RunState, limit: int = 5) -> tuple[list[Evidence], str]:
+    """The evidence the answer rests on, and how it was chosen: the chunks the answer cites (and those
+    a written summary cites) that the run saw; else the seen chunks whose text holds the answer."""
     cited = list(run.answer_citations)
     for text in (run.answer or "", run.report_body or ""):
         cited += [c for c in CITATION_RE.findall(text) if c not in cited]
     chosen = [run.evidence[c] for c in cited if c in run.evidence]
     if chosen:
-        hows = {
-            "reader": "passages the reader's answer rests on",
-            "dates": "the dated passages the answer is computed from",
-            "timeline": "the event the answer names in the dated evidence, and the event it led to",
-        }
-        return chosen[:limit], hows.get(run.answer_source, "cited by the agent")
+        return chosen[:limit], "cited by the answer"
     answer = _norm(run.answer or "")
-    if answer and answer not in ("unknown", "i don t know", "insufficient information"):
-        hits = [ev for ev in run.evidence.values() if answer in _norm(ev.text)]
+    if answer and answer not in ("unknown", "insufficient information"):
+        hits = sorted((ev for ev in run.evidence.values() if answer in _norm(ev.text)), key=lambda ev: ev.step)
         if hits:
-            hits.sort(key=lambda ev: (-(ev.score or 0.0), ev.step))
-            return hits[:limit], "evidence containing the answer"
-    if run.evidence:
-        last = max(ev.step for ev in run.evidence.values())
-        recent = [ev for ev in run.evidence.values() if ev.step == last]
-        recent.sort(key=lambda ev: -(ev.score or 0.0))
-        return recent[: min(limit, 3)], "retrieved in the last search (not verified)"
-    return [], "no evidence was retrieved"
+            return hits[:limit], "seen passages that contain the answer"
+    return [], "no passage supports an answer"
 
 
-def best_sentence(text: str, query: str) -> str:
-    """The sentence of `text` sharing most words with `query`."""
-    sentences = plain_sentences(text)
-    if not sentences:
-        return snippet(text, 200)
-    words = set(re.findall(r"\w{3,}", query.lower()))
-    return max(sentences, key=lambda s: len(words & set(re.findall(r"\w{3,}", s.lower()))))
-
-
-def findings(run: RunState, per_question: int = 2) -> list[tuple[str, list[tuple[str, Evidence]]]]:
-    """For each sub-question, its best evidence sentences (sentence, evidence)."""
-    out = []
-    for sq in run.plan.sub_questions:
-        rows = []
-        # a briefing's answered question shows the chunks its answer rests on, not other hits
-        for cid in (sq.citations if run.plan.briefing and sq.answer else sq.evidence)[:per_question]:
-            ev = run.evidence.get(cid)
-            if ev is not None:
-                rows.append((best_sentence(ev.text, f"{sq.text} {sq.answer or run.answer or ''}"), ev))
-        out.append((sq.text, rows))
-    return out
-
-
-def mentioned_dates(text: str, limit: int = 2) -> list[str]:
-    return [text[s:e] for s, e, _ in sorted(find_dates(text), key=lambda d: d[0])[:limit]]
+def _heading(run: RunState) -> str:
+    if run.plan.outline:
+        return outline_title(run.question)
+    return briefing_title(run.question) if run.plan.briefing else run.question.strip()
 
 
 def _answer_lines(run: RunState, cites: list[Evidence]) -> list[str]:
-    unanswered = (run.answer or "").strip().lower().startswith("insufficient")
-    if run.plan.briefing and not any(sq.answer for sq in run.plan.sub_questions):
-        unanswered = True  # "0 of 8 …": no source supports it
-    marks = "" if unanswered else " ".join(f"[c:{ev.chunk_id}]" for ev in cites[:3])
-    heading = run.question.strip()
-    if run.plan.briefing:
-        heading = outline_title(run.question) if run.plan.outline else briefing_title(run.question)
-    lines = [f"# {neutralize(heading)}", "", f"**Answer:** {run.answer or '(no answer)'} {marks}".rstrip(), ""]
-    if run.answer_source == "reader":
-        lines += [f"_Answered by the reader over the collected evidence ({run.stop_reason})._", ""]
-    elif run.answer_source in ("dates", "timeline"):
-        lines += [f"_{neutralize(run.stop_reason[:1].upper() + run.stop_reason[1:])}._", ""]
-    elif run.status == "forced":
-        lines += [f"_The model's answer stands without verified evidence ({run.stop_reason})._", ""]
+    marks = " ".join(f"[c:{ev.chunk_id}]" for ev in cites[:3]) if run.answer_citations else ""
+    answer = neutralize(run.answer) if run.answer else "(no answer)"
+    lines = [f"# {neutralize(_heading(run))}", "", f"**Answer:** {answer} {marks}".rstrip(), ""]
+    if run.status != "answered":
+        lines += [f"_Stopped: {neutralize(run.stop_reason or run.status)}._", ""]
     return lines
 
 
-def _sources(sources: list[Evidence], how: str) -> list[str]:
-    lines = ["## Sources", f"_{how}_", ""]
-    for ev in sources:
-        dates = mentioned_dates(ev.text)
-        when = f" · dates mentioned: {', '.join(dates)}" if dates else ""
-        lines.append(f"- `[c:{ev.chunk_id}]` *{_quote(ev.title or '(untitled)', 120)}* · doc `{ev.doc_id}`{when}")
-        lines.append(f"  > {_quote(ev.text, 240)}")
-    return lines + (["(none)"] if not sources else [])
+def _why(run: RunState, cites: list[Evidence]) -> list[str]:
+    if not cites or run.plan.sub_questions:
+        return []
+    rows = [f"- {_quote(best_sentence(ev, run.question, run.answer or ''), SENTENCE_CHARS)} [c:{ev.chunk_id}]"
+            for ev in cites[:WHY]]  # fmt: skip
+    return ["## Why", *rows, ""]
 
 
-def _timeline_lines(run: RunState) -> list[str]:
-    """An origin question's timeline (`agent.causal`): the dated events before the target, the one the
-    answer names marked."""
-    origin = run.plan.origin
-    assert origin is not None
-    lines = ["## Timeline", "_the dated events of the evidence before the event asked about, in time order_", ""]
-    for e in [*origin.events, origin.target]:
-        mark = " ← **the answer**" if e == origin.origin else (" ← the event asked about" if e == origin.target else "")
-        lines.append(f"- **{_quote(e.raw, 40)}** — {_quote(e.text, 240)} [c:{e.chunk_id}]{mark}")
+def _item_lines(run: RunState, sq: SubQuestion, full: bool) -> list[str]:
+    """One item's section: "Answer: …" with its citations, then (full) its evidence sentences."""
+    lines = [f"### {sq.id}. {neutralize(sq.text)}"]
+    label = "Finding" if run.plan.outline else "Answer"
+    if sq.answer is not None:
+        cites = " ".join(f"[c:{c}]" for c in sq.citations)
+        lines.append(f"{label}: {_quote(sq.answer, 400)} {cites}".rstrip())
+    elif run.plan.briefing:
+        lines.append(f"{label}: not answered")
+    ids = (sq.citations if sq.answer is not None else sq.evidence)[:2]
+    rows = [(best_sentence(run.evidence[c], sq.text, sq.answer or ""), c) for c in ids if c in run.evidence]
+    if rows and (full or not run.plan.briefing):
+        if sq.answer is None and run.plan.briefing:
+            lines.append("_closest passages found (they do not answer it):_")
+        lines += [f"- {_quote(s, SENTENCE_CHARS)} [c:{c}]" for s, c in rows]
     return lines + [""]
 
 
-def _run_lines(run: RunState, model_name: str) -> list[str]:
+def _sources(sources: list[Evidence], how: str) -> list[str]:
+    lines = ["## Sources", f"_{how}_"]
+    for ev in sources:
+        lines.append(f"- `[c:{ev.chunk_id}]` *{_quote(ev.title or '(untitled)', 100)}* · doc `{ev.doc_id}`")
+    return lines + (["(none)"] if not sources else []) + [""]
+
+
+def _steps(run: RunState) -> list[str]:
+    lines = ["## Steps"]
+    for s in run.steps:
+        mark = "" if s.followed is None else (" (suggestion followed)" if s.followed else f" (suggested: {s.suggested})")
+        what = call_digest(s) if s.kind == "action" else f"step {s.n}: invalid turn"
+        lines.append(f"- {_quote(what, 220)}{_quote(mark, 120)}")
+    return lines + [""]
+
+
+def _timelines(run: RunState) -> list[str]:
+    """The timelines the timeline tool built: each event with its date, link and chunk."""
+    lines: list[str] = []
+    for s in run.steps:
+        for call, data in zip(s.assistant.tool_calls, s.data, strict=False):
+            if call.name != "timeline" or not data.get("events"):
+                continue
+            subject = (data.get("subject") or {}).get("text") or str(call.arguments.get("subject", ""))
+            lines.append(f"### {_quote(subject, 120)} ({data.get('relation', '')})")
+            for e in data["events"][:5]:
+                when, link, text = e.get("date") or "undated", e.get("link"), _quote(str(e.get("text", "")), 200)
+                lines.append(f"- {when} · {link} · {text} [c:{e.get('chunk_id')}]")
+    return ["## Timeline", *lines, ""] if lines else []
+
+
+def _evidence(run: RunState) -> list[str]:
+    lines = ["## Evidence seen"]
+    for ev in run.evidence.values():
+        lines.append(f"- [c:{ev.chunk_id}] *{_quote(ev.title or '(untitled)', 80)}*: {_quote(body_text(ev), 200)}")
+    return lines + [""]
+
+
+def run_lines(run: RunState, model_name: str, wall_s: float | None = None) -> list[str]:
+    """The footer: who chose the calls, how many, folds, tokens, time."""
     c = run.counters
-    lines = [
+    wall = f" · wall time {wall_s:.1f} s" if wall_s is not None else ""
+    shown = f" · suggestions followed {c.suggestions_followed} of {c.suggestions_shown}" if c.suggestions_shown else ""
+    return [
         "## Run",
-        f"- steps: {len(run.steps)} · tool calls: {c.tool_calls} ({c.tool_errors} errors)",
-        f"- folds: {c.folds} by the agent, {c.guard_folds} by the budget guard · unfolds: {c.unfolds}",
-        f"- context tokens: peak {c.peak_context_tokens}, final {c.final_context_tokens}",
-        f"- LLM: {c.llm_calls} calls, {c.prompt_tokens} prompt tokens ({c.evaluated_prompt_tokens} evaluated), "
-        f"{c.completion_tokens} generated",
-        f"- stop: {run.status}" + (f" ({run.stop_reason})" if run.stop_reason else ""),
+        f"- policy {run.policy} · {c.tool_calls} tool calls ({c.distinct_tools} distinct tools, {c.tool_errors} errors, "
+        f"{c.invalid_turns} invalid turns){shown}",
+        f"- folds {c.folds} by the policy, {c.guard_folds} by the budget guard · unfolds {c.unfolds}",
+        f"- context tokens peak {c.peak_context_tokens}, final {c.final_context_tokens} · LLM {c.llm_calls} calls, "
+        f"{c.evaluated_prompt_tokens} prompt tokens evaluated, {c.completion_tokens} generated{wall}",
+        f"- {run.status}" + (f" ({neutralize(run.stop_reason)})" if run.stop_reason else "")
+        + (f" · model {model_name}" if model_name else ""),
     ]
-    return lines + ([f"- model: {model_name}"] if model_name else [])
 
 
-def build_report(run: RunState, model_name: str = "", mode: str = "full") -> str:
+def build_report(run: RunState, model_name: str = "", mode: str = "short", wall_s: float | None = None) -> str:
     """The Markdown report (`mode`: short | full | long)."""
+    full = mode != "short"
     sources, how = select_citations(run)
-    lines = _answer_lines(run, sources)
+    lines = _answer_lines(run, sources) + _why(run, sources)
     if run.report_body:  # the writer's text: citations of chunks the run never saw are dropped
         body = CITATION_RE.sub(lambda m: m.group(0) if m.group(1) in run.evidence else "", run.report_body)
         lines += [neutralize(body).strip(), ""]
-    if mode != "short" and run.plan.origin is not None:
-        lines += _timeline_lines(run)
-    if mode != "short":
-        lines += ["## Findings", ""]
-        for sq, (question, rows) in zip(run.plan.sub_questions, findings(run), strict=True):
-            lines.append(f"### {sq.id}. {neutralize(question)}")
-            if run.plan.briefing:  # one section per requested question, its answer (a finding) first
-                cites = " ".join(f"[c:{c}]" for c in sq.citations)
-                label, most = ("Finding", 400) if run.plan.outline else ("Answer", 200)
-                lines += [f"{label}: {_quote(sq.answer, most)} {cites}".rstrip() if sq.answer else
-                          f"{label}: not found in the evidence", ""]  # fmt: skip
-            elif sq.answer:
-                lines.append(f"- **Found:** {_quote(sq.answer, 200)}")
-            if rows and run.plan.briefing and not sq.answer:  # what was found, said for what it is
-                lines.append("_closest passages found (they do not answer it):_")
-            lines += [f"- {_quote(s, 300)} [c:{ev.chunk_id}]" for s, ev in rows] or ["- (no evidence found)"]
-            lines.append("")
-        for _, rows in findings(run):
-            sources += [ev for _, ev in rows if all(ev.chunk_id != s.chunk_id for s in sources)]
-    lines += _sources(sources, how) + [""]
-    if mode != "short":
-        unanswered = [sq.text for sq in run.plan.sub_questions if not sq.done or (run.plan.briefing and not sq.answer)]
-        open_q = [*unanswered, *(f"{q} (not researched: a briefing covers at most {len(run.plan.sub_questions)})"
-                                 for q in run.plan.beyond)]  # fmt: skip
-        if (run.answer or "").strip().lower().startswith("insufficient"):
-            open_q.append(run.question)
-        lines += ["## Open questions", *([f"- {neutralize(q)}" for q in open_q] or ["- (none)"]), ""]
-    lines += _run_lines(run, model_name)
+    for sq in run.plan.sub_questions:
+        lines += _item_lines(run, sq, full)
+        sources += [run.evidence[c] for c in sq.citations if c in run.evidence and run.evidence[c] not in sources]
+    if run.plan.beyond:
+        lines += [f"_Not researched (a task covers at most {len(run.plan.sub_questions)} items): "
+                  f"{neutralize('; '.join(run.plan.beyond))}_", ""]  # fmt: skip
+    if full:
+        lines += _steps(run) + _timelines(run) + _evidence(run)
+    lines += _sources(sources, how) + run_lines(run, model_name, wall_s)
     return "\n".join(lines) + "\n"
 
 

@@ -47,8 +47,8 @@ def write_long_report(run: RunState, model: ChatModel, options: RunOptions) -> s
 def grounded(body: str, run: RunState, given: list[Evidence]) -> str:
     """The writer's text without the sentences its sources do not support: a sentence stays when at least
     `SUPPORT` of its content words, and every number it states, are in the passages it cites (citing
-    none: in the passages it was given). A 1.5B handed unrelated passages wrote pension schemes that do not exist, each "cited"
-    (DRB II task 4). A heading stays when something under it does; a closing line counts the drops."""
+    none: in the passages it was given): a small model handed unrelated passages writes fluent, "cited" claims
+    that none of them holds. A heading stays when something under it does; a closing line counts the drops."""
     pool = " ".join(ev.text for ev in given)
     pool_words = content_words(pool)
     out: list[str] = []

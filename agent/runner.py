@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from agent.briefing import numbered_questions
 from agent.graph import AgentDeps, AgentGraph, build_graph
 from agent.outline import requirements
+from agent.report import build_report
 from agent.state import RunState
 from eventfold.llm.types import ChatResponse, LLMConnectionError, LLMError, LLMUnavailable
 from eventfold.run_options import AgentInputError, RunOptions
@@ -183,6 +184,8 @@ def _finish(
     watch: WatchedModel | None = None,
 ) -> RunResult:
     run = RunState.from_graph(final)
+    if run.report is not None:  # the footer states the wall time, known only now
+        run.report = build_report(run, deps.model.name, mode=options.report_mode, wall_s=wall_s)
     report = run.report or ""
     result = RunResult(run=run, report=report, wall_s=wall_s, model=deps.model.name, options=options)
     if watch is not None:

@@ -1,4 +1,5 @@
-"""The agent's run state: numbered trajectory steps, fold memory, evidence seen, counters.
+"""The agent's run state: numbered trajectory steps, fold memory, evidence seen, counters, a long
+task's items.
 
 `RunState` (pydantic) is the typed view every node works with; `AgentState` (TypedDict, same keys,
 JSON values) is what the LangGraph graph stores and checkpoints. Nodes do
@@ -8,6 +9,7 @@ JSON values) is what the LangGraph graph stores and checkpoints. Nodes do
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field
@@ -30,29 +32,30 @@ class Evidence(BaseModel):
     step: int = 0
     score: float | None = None
     rank: int = 0  # position in its search result (1 = best); 0 = opened by read
-    sub_question: int | None = None  # the plan's sub-question the search served
+    sub_question: int | None = None  # the long task's item open when it was found
 
 
 class Counters(BaseModel):
-    tool_calls: int = 0
-    tool_errors: int = 0
-    invalid_turns: int = 0  # assistant turns without a usable tool call
-    repaired_calls: int = 0
-    folds: int = 0  # folds asked for by the model (model-initiated)
+    tool_calls: int = 0  # calls the policy chose (every call of the loop is one)
+    distinct_tools: int = 0  # how many different tools those calls used
+    tool_errors: int = 0  # calls the tools refused or that failed
+    invalid_turns: int = 0  # turns without a usable tool call (answered with the valid tools)
+    repaired_calls: int = 0  # near-miss calls made usable (a tool-name alias, wrapped arguments)
+    folds: int = 0  # folds the policy asked for
     unfolds: int = 0
-    guard_folds: int = 0  # folds forced by the budget guard
+    guard_folds: int = 0  # folds forced by the budget guard on overflow
     fold_llm_fallbacks: int = 0  # LLM summary failed, deterministic block used
     repeated_queries: int = 0
-    error_streak: int = 0  # consecutive steps whose calls all failed (forced answer at max_refusals)
+    suggestions_shown: int = 0  # turns whose status line showed the workflow policy's next call
+    suggestions_followed: int = 0  # of those, turns whose call was the suggested tool
     llm_calls: int = 0
-    prompt_tokens: int = 0  # prompt tokens of all LLM calls (plan, agent, fold summaries, reader)
+    prompt_tokens: int = 0  # prompt tokens of all LLM calls (turns, fold summaries, the tools' readers)
     evaluated_prompt_tokens: int = 0  # of those, the ones the model evaluated (not reused from its KV cache)
     completion_tokens: int = 0
-    reader_calls: int = 0  # final answers written by the reader over the collected evidence
-    chain_reads: int = 0  # sub-questions answered by the reader in turn (chained reading)
+    reader_calls: int = 0  # answers the workflow policy read from its evidence with the reader
     peak_context_tokens: int = 0
     final_context_tokens: int = 0
-    context_samples: list[int] = Field(default_factory=list)  # rendered prompt size at each agent call
+    context_samples: list[int] = Field(default_factory=list)  # rendered prompt size at each policy turn
 
 
 class RunState(BaseModel):
@@ -66,21 +69,22 @@ class RunState(BaseModel):
     plan: Plan = Field(default_factory=Plan)
     answer: str | None = None
     answer_citations: list[str] = Field(default_factory=list)
-    # who wrote the final answer ("dates": computed; "timeline": read from the dated evidence in time order)
-    answer_source: Literal["", "model", "reader", "dates", "timeline"] = ""
-    answer_supported: bool = True  # the model's answer cites (or is found in) seen evidence
+    policy: str = "model"  # the policy that chose the calls (RunOptions.policy)
+    # who gave the final answer: the `answer` action of the "model" or of the "workflow" policy; "" none
+    answer_source: str = ""
     report_body: str | None = None  # long-form report text (report_mode="long")
     report: str | None = None  # the final Markdown report
     status: Literal["running", "answered", "forced", "failed"] = "running"
     stop_reason: str = ""
     pending: list[Message] = Field(default_factory=list)  # the assistant turn awaiting its tool results
+    suggestion: str | None = None  # the call suggested at the pending turn (its text), if any
 
     @property
     def next_step(self) -> int:
         return len(self.steps) + 1
 
     @classmethod
-    def from_graph(cls, state: dict[str, Any]) -> RunState:
+    def from_graph(cls, state: Mapping[str, object]) -> RunState:
         return cls.model_validate(dict(state))
 
     def to_graph(self) -> dict[str, Any]:
@@ -100,10 +104,11 @@ class AgentState(TypedDict, total=False):
     plan: dict[str, Any]
     answer: str | None
     answer_citations: list[str]
+    policy: str
     answer_source: str
-    answer_supported: bool
     report_body: str | None
     report: str | None
     status: str
     stop_reason: str
     pending: list[dict[str, Any]]
+    suggestion: str | None

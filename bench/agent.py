@@ -1,22 +1,27 @@
-"""Agent benchmark: naive RAG, event retrieval, the agent without and with fold/unfold, side by side.
+"""Agent benchmark: naive RAG, event retrieval, the workflow policy and the model policy with and without
+fold/unfold, side by side.
 
-One process, one model, one index per set (rule extraction, full corpus), the LLM response cache off
-so times are real. Questions are run in batches: every system answers a batch before the next one
+One process, one model, one index per set (rule extraction, the set's whole corpus), the LLM response
+cache off so times are real. Questions run in batches: every system answers a batch before the next one
 starts, so a run cut short still compares all systems on the same questions.
 
-    flock /tmp/eventfold-bench.lock python bench/agent.py --sets sample,hotpotqa,musique --limit 20
+    flock /tmp/eventfold-bench.lock python bench/agent.py --sets all --limit 20
 
-Sets: `sample` (examples/questions.jsonl over examples/corpus), `origin` (bench/data/origin_questions.jsonl:
-"what event led to X" over the same corpus, the README's demo question first), `hotpotqa`, `musique` (the first
-`--limit` questions of data/multihop/*_train100 over the set's whole corpus). Per set, the
-eval harness writes results.jsonl / summary.json / table.md under `<out>/<set>/` (a rerun skips the
-questions already answered); `<out>/agent.md` collects the tables with the load average.
+Systems (`--systems`): `naive`, `event` (retrieve + reader), `workflow` (the scripted policy),
+`model` (the model policy, fold/unfold on), `model-nofold` (the model policy as plain ReAct).
+Sets (`--sets`, comma-separated, or `all`): `sample` (examples/questions.jsonl over examples/corpus), every
+folder `examples/<name>/` holding a questions.jsonl (over its corpus/ folder, else its own .md files),
+`origin` (bench/data/origin_questions.jsonl over examples/corpus), `hotpotqa` and `musique` (the first
+`--limit` questions of `<data-dir>/multihop/<name>_train100` over the set's whole corpus), and any
+`--set name=corpus_dir,questions_file`. Per set, `<out>/<set>/` gets results.jsonl (a rerun skips the
+questions already answered), summary.json, table.md (the systems side by side, the load average) and
+by_type.md (per question type, the model policy's gap to the workflow policy); `<out>/agent.md` collects
+them.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -27,48 +32,31 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from eval.agent_call import AgentCaller, run_eventfold_agent  # noqa: E402
+from eval.agent_table import render_by_type, render_table  # noqa: E402
 from eval.bundled_data import DATA_DIR  # noqa: E402
+from eval.local_sets import SHARED_SETS, SetError, load_set, local_sets, parse_set  # noqa: E402
 from eval.multihop.corpus_index import open_indexed_stack  # noqa: E402
-from eval.multihop.loaders import resolve_dataset  # noqa: E402
-from eval.multihop.runner import run_multihop, summarize  # noqa: E402
-from eval.multihop.schema import Passage, QADataset, QAExample  # noqa: E402
+from eval.multihop.runner import run_multihop, store_for, summarize  # noqa: E402
+from eval.multihop.schema import QADataset  # noqa: E402
 from eval.multihop.systems import AgentSystem, QASystem, RetrieveAndRead  # noqa: E402
 from eventfold.llm.factory import make_chat_model  # noqa: E402
 from eventfold.settings import Settings  # noqa: E402
-from eventrag.index.documents import load_file  # noqa: E402
 
-SYSTEMS = ("naive", "event", "agent-nofold", "agent")
-
-
-def sample_set(root: Path, questions: Path | None = None, name: str = "sample") -> QADataset:
-    """The sample corpus and its eight questions (or those of `questions`) as a QA set (one passage per
-    file), each titled as `ask --corpus` titles it (its Markdown heading, `load_file`): with file names
-    for titles the readers saw "(10-seaguard-s3)" where a user's run shows "(SeaGuard S3 and the HT-Core
-    Element)", and the bench answered sample q6 otherwise than `ask`."""
-    docs = {f.name: load_file(f)[0] for f in sorted((root / "examples" / "corpus").glob("*.md"))}  # each file read once
-    titles = {name: doc.title for name, doc in docs.items()}
-    passages = [Passage(passage_id=name, title=doc.title, text=doc.text) for name, doc in docs.items()]
-    examples = []
-    for line in (questions or root / "examples" / "questions.jsonl").read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        examples.append(
-            QAExample(qid=row["id"], question=row["question"], answers=[row["answer"]],
-                      question_type=row.get("type", "unknown"),
-                      gold_titles=[titles[Path(d).name] for d in row.get("supporting_docs", [])])  # fmt: skip
-        )
-    return QADataset(name=name, examples=examples, passages=passages)
+SYSTEMS = ("naive", "event", "workflow", "model", "model-nofold")
+AGENTS = {"workflow": ("workflow", True), "model": ("model", True), "model-nofold": ("model", False)}
 
 
-def load_set(name: str, data_dir: Path) -> QADataset:
-    if name == "origin":  # origin questions over the sample corpus ("what event led to X"; the README's demo first)
-        return sample_set(ROOT, ROOT / "bench" / "data" / "origin_questions.jsonl", name="origin")
-    return sample_set(ROOT) if name == "sample" else resolve_dataset(name, data_dir)
+def set_names(spec: str, extra: dict[str, tuple[Path, Path]]) -> list[str]:
+    if spec.strip() == "all":
+        return [n for n in local_sets(ROOT) if n != "origin"] + [*extra, *SHARED_SETS]
+    return [s.strip() for s in spec.split(",") if s.strip()]
 
 
 def make_system(name: str, retriever: Any, chat: Any, settings: Settings) -> QASystem:
     if name in ("naive", "event"):
         return RetrieveAndRead(retriever, name, chat, top_k=10, read_k=10)  # type: ignore[arg-type]
-    return AgentSystem(AgentCaller(run_eventfold_agent, settings, retriever, chat, fold=name == "agent"))
+    policy, fold = AGENTS[name]
+    return AgentSystem(AgentCaller(run_eventfold_agent, settings, retriever, chat, fold=fold, policy=policy))
 
 
 def load() -> str:
@@ -76,60 +64,103 @@ def load() -> str:
     return f"{one:.2f}, {five:.2f}, {fifteen:.2f}"
 
 
-def run_set(name: str, args: argparse.Namespace, settings: Settings, chat: Any) -> str:
-    full = load_set(name, args.data_dir)
+def progress(name: str):
+    def show(r: dict[str, Any]) -> None:
+        stats = r.get("stats") or {}
+        print(f"[{name}] {r['run']} {r['qid']}: {str(r.get('answer'))[:60]!r} em={r.get('metrics', {}).get('em')} "
+              f"calls={stats.get('tool_calls', '–')} by={stats.get('answer_source', '–')} "
+              f"{r.get('elapsed_s', 0):.0f}s {r.get('error', '')}", flush=True)  # fmt: skip
+
+    return show
+
+
+def run_batches(name: str, full: QADataset, systems: list[QASystem], args: argparse.Namespace) -> list[str]:
+    """Every system answers each batch of the first `--limit` questions; the qids done (a batch is
+    started only before the deadline)."""
     examples = full.examples[: args.limit]
-    out_dir = args.out / name
+    done: list[str] = []
+    for i in range(0, len(examples), args.batch):
+        if args.deadline and time.time() > args.deadline:
+            print(f"[{name}] deadline reached after {len(done)} questions", flush=True)
+            break
+        batch = full.model_copy(update={"examples": examples[i : i + args.batch]})
+        for system in systems:
+            run_multihop(batch, system, args.out / name, on_record=progress(name))
+        done += [ex.qid for ex in batch.examples]
+    return done
+
+
+def write_tables(name: str, out_dir: Path, done: list[str], note: str, systems: list[str]) -> str:
+    """summary.json (the harness's), table.md and by_type.md over the questions done; the set's text."""
+    summarize(out_dir, qids=set(done))
+    records = [r for r in store_for(out_dir).records() if r.get("qid") in set(done)]
+    table = f"## {name}\n\n{render_table(records, systems)}\n{note}\n"
+    by_type = f"## {name} by question type\n\n{render_by_type(records, systems)}"
+    (out_dir / "table.md").write_text(table, encoding="utf-8")
+    (out_dir / "by_type.md").write_text(by_type, encoding="utf-8")
+    return f"{table}\n{by_type}"
+
+
+def run_set(name: str, args: argparse.Namespace, settings: Settings, chat: Any) -> str:
+    full = load_set(name, ROOT, args.data_dir, args.extra_sets)
     started, load_start = time.time(), load()
     stack, summary = open_indexed_stack(settings, full, full.passages, extract="rules", chat_model=None)
     print(f"[{name}] index ready ({len(full.passages)} passages): {str(summary)[:200]}", flush=True)
-    done: list[str] = []
     try:
         systems = [make_system(s, stack.retriever, chat, settings) for s in args.systems]
-        for i in range(0, len(examples), args.batch):
-            if args.deadline and time.time() > args.deadline:
-                print(f"[{name}] deadline reached after {len(done)} questions", flush=True)
-                break
-            batch = full.model_copy(update={"examples": examples[i : i + args.batch]})
-            for system in systems:
-                run_multihop(batch, system, out_dir, on_record=lambda r: print(
-                    f"[{name}] {r['run']} {r['qid']}: {str(r.get('answer'))[:60]!r} em={r.get('metrics', {}).get('em')}"
-                    f" {r.get('elapsed_s', 0):.0f}s", flush=True))  # fmt: skip
-            done += [ex.qid for ex in batch.examples]
+        done = run_batches(name, full, systems, args)
     finally:
         stack.close()
-    summary_all = summarize(out_dir, qids=set(done))
-    table = (out_dir / "table.md").read_text(encoding="utf-8")
     minutes = (time.time() - started) / 60
-    return (f"{table}\nquestions: {len(done)} of the first {args.limit} ({', '.join(done)}); "
-            f"{minutes:.0f} min; load average at start {load_start}, at end {load()}; "
-            f"runs: {', '.join(summary_all['runs'])}\n")  # fmt: skip
+    note = (f"questions: {len(done)} of the first {args.limit} ({', '.join(done)}); {minutes:.0f} min; "
+            f"model {chat.name}, rules index, {len(full.passages)} passages; "
+            f"load average (1/5/15 min) at start {load_start}, at end {load()}")  # fmt: skip
+    return write_tables(name, args.out / name, done, note, args.systems)
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sets", default="sample,hotpotqa,musique")
+    ap.add_argument("--sets", default="all", help="comma-separated set names, or all")
+    ap.add_argument(
+        "--set", dest="set_specs", action="append", default=[], metavar="NAME=CORPUS_DIR,QUESTIONS"
+    )
     ap.add_argument("--limit", type=int, default=20)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--systems", default=",".join(SYSTEMS))
-    ap.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    ap.add_argument("--data-dir", type=Path, default=DATA_DIR, help="holds multihop/<set>_train100")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "agent")
     ap.add_argument("--minutes", type=float, default=0.0, help="stop starting new batches after this long")
-    ap.add_argument("--home", type=Path, default=None, help="EVENTFOLD_HOME for the indexes (default: settings)")
-    args = ap.parse_args()
+    ap.add_argument(
+        "--home", type=Path, default=None, help="EVENTFOLD_HOME for the indexes (default: settings)"
+    )
+    args = ap.parse_args(argv)
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     unknown = set(args.systems) - set(SYSTEMS)
     if unknown:
         ap.error(f"unknown systems {sorted(unknown)}; choose from {', '.join(SYSTEMS)}")
+    try:
+        args.extra_sets = dict(parse_set(s) for s in args.set_specs)
+    except SetError as exc:
+        ap.error(str(exc))
     args.deadline = time.time() + args.minutes * 60 if args.minutes else 0.0
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     settings = Settings(home=args.home) if args.home else Settings()
+    names = set_names(args.sets, args.extra_sets)
+    for name in names:  # every set is read once before any model or index work: a bad name fails fast
+        load_set(name, ROOT, args.data_dir, args.extra_sets)
     chat = make_chat_model(settings, cache=False)
     print(f"model {chat.name}; load average {load()}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     parts = []
-    for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
+    for name in names:
         parts.append(run_set(name, args, settings, chat))
-        (args.out / "agent.md").write_text(f"# Agent benchmark ({chat.name}, rules index)\n\n" + "\n".join(parts))
+        (args.out / "agent.md").write_text(
+            f"# Agent benchmark ({chat.name}, rules index)\n\n" + "\n".join(parts)
+        )
         print(parts[-1], flush=True)
 
 

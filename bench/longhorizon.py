@@ -1,12 +1,15 @@
-"""Long-horizon benchmark: fold/unfold vs plain ReAct (`--no-fold`) on composite research tasks.
+"""Long-horizon benchmark: fold with unfold, fold with the unfold tool removed, and plain ReAct (`--no-fold`)
+on composite research tasks with cross-reference items.
 
 Each task bundles k multi-hop questions of one set into one request ("Write a briefing that answers:
-1. … 2. …", eval/longhorizon/tasks.py, seeded); both systems run it with the same model, retriever
-(the EventRAG stack over the set's corpus, rule extraction), step cap and window; the report is scored
-per sub-question (EM/F1 of the stated answer, citations resolving to gold passages) with no judge.
+1. … 2. …", eval/longhorizon/tasks.py, seeded), followed by `--cross-refs` cross-reference items: questions
+on a detail (a year, a number, a name) that only an earlier item's gold passage holds, naming that item
+(eval/longhorizon/crossref.py). Every system runs each task with the same model, policy, retriever (the
+EventRAG stack over the set's corpus, rule extraction), step cap and window; the report is scored per item
+(EM/F1 of the stated answer, citations resolving to gold passages) with no judge, plain and cross-reference
+items apart.
 
-    flock /tmp/eventfold-bench.lock timeout 6h python bench/longhorizon.py --dataset musique --k 4 8 \\
-        --max-steps 30 --window 8192 --budget 3000 --model ~/.cache/eventfold/models/qwen2.5-coder-1.5b.gguf
+    flock /tmp/eventfold-bench.lock timeout 8h python bench/longhorizon.py --dataset hotpotqa --k 8 16
 
 Runs unchanged against an OpenAI-compatible server: set EVENTFOLD_LLM__BACKEND=openai,
 EVENTFOLD_LLM__BASE_URL=..., EVENTFOLD_LLM__MODEL=... and leave out --model (--window is then the
@@ -22,6 +25,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +45,11 @@ from agent.graph import AgentDeps  # noqa: E402
 from agent.runner import run_agent, save_run  # noqa: E402
 from agent.search_backend import ModeBackend  # noqa: E402
 from eval.bundled_data import DATA_DIR  # noqa: E402
+from eval.local_sets import load_set  # noqa: E402
 from eval.longhorizon.runs import run_row  # noqa: E402
 from eval.longhorizon.table import SYSTEMS, render_table  # noqa: E402
 from eval.longhorizon.tasks import CompositeTask, build_tasks, save_tasks  # noqa: E402
 from eval.multihop.corpus_index import open_indexed_stack  # noqa: E402
-from eval.multihop.loaders import resolve_dataset  # noqa: E402
 from eval.multihop.schema import Passage, QADataset  # noqa: E402
 from eventfold.llm.factory import make_chat_model  # noqa: E402
 from eventfold.run_options import RunOptions  # noqa: E402
@@ -56,15 +60,20 @@ console = Console(stderr=True)
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", default="musique", help="hotpotqa, musique, or a set's folder")
-    ap.add_argument("--data-dir", default=str(DATA_DIR))
-    ap.add_argument("--k", type=int, nargs="+", default=[4, 8], help="questions per task")
+    ap.add_argument(
+        "--dataset", default="hotpotqa", help="hotpotqa, musique, a project set (sample…), or a folder"
+    )
+    ap.add_argument("--data-dir", type=Path, default=DATA_DIR, help="holds multihop/<set>_train100")
+    ap.add_argument("--k", type=int, nargs="+", default=[8, 16], help="questions per task")
+    ap.add_argument("--cross-refs", type=int, default=1, help="cross-reference items at the end of each task")
     ap.add_argument("--tasks-per-k", type=int, default=10, help="tasks built per k")
     ap.add_argument("--first", type=int, default=None, help="run only the first N tasks of each k")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--yes-no", action="store_true", help="allow yes/no questions in tasks")
-    ap.add_argument("--max-steps", type=int, default=30)
-    ap.add_argument("--window", type=int, default=8192, help="the model's context window (tokens)")
+    ap.add_argument("--systems", default=",".join(SYSTEMS), help=f"any of {', '.join(SYSTEMS)}")
+    ap.add_argument("--policy", choices=["model", "workflow"], default="model", help="who picks each call")
+    ap.add_argument("--steps-per-item", type=int, default=4, help="step cap: this many per item, plus 4")
+    ap.add_argument("--window", type=int, default=16384, help="the model's context window (tokens)")
     ap.add_argument("--budget", type=int, default=3000, help="context budget of the fold agent (tokens)")
     ap.add_argument("--top-k", type=int, default=None, help="chunks per search (default: settings)")
     ap.add_argument("--result-chars", type=int, default=None, help="per snippet (default: the agent's)")
@@ -81,7 +90,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--model", default=None, help="GGUF path for the local backend")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--table-only", action="store_true", help="print the table of the rows in --out")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    if set(args.systems) - set(SYSTEMS):
+        ap.error(
+            f"unknown systems {sorted(set(args.systems) - set(SYSTEMS))}; choose from {', '.join(SYSTEMS)}"
+        )
+    return args
 
 
 def make_settings(args: argparse.Namespace) -> Settings:
@@ -90,13 +105,20 @@ def make_settings(args: argparse.Namespace) -> Settings:
     if args.model:
         llm["model_path"] = args.model
     if settings.llm.backend == "local":
-        llm["n_ctx"] = args.window  # the same window for both systems: ReAct overflows it, fold should not
+        llm["n_ctx"] = args.window  # the same window for every system: ReAct may overflow it, fold should not
     return Settings(**{**settings.model_dump(), "llm": llm})
 
 
-def system_options(args: argparse.Namespace, settings: Settings) -> dict[str, RunOptions]:
+def max_steps(args: argparse.Namespace, task: CompositeTask) -> int:
+    """The step cap of a task: `--steps-per-item` per item (search, read, answer…) plus room for folds."""
+    return args.steps_per_item * len(task.sub_questions) + 4
+
+
+def system_options(args: argparse.Namespace, settings: Settings, steps: int) -> dict[str, RunOptions]:
+    """The options of each system for a task of `steps` steps: only fold and unfold differ."""
     common = {
-        "max_steps": args.max_steps,
+        "policy": args.policy,
+        "max_steps": steps,
         "search_top_k": args.top_k,
         "result_chars": args.result_chars,
         "fold_summary": args.fold_summary,
@@ -105,10 +127,9 @@ def system_options(args: argparse.Namespace, settings: Settings) -> dict[str, Ru
         "context_window": args.window,
         "context_budget": args.budget,  # ReAct has no guard: the budget never changes what it sees
     }
-    # the research scaffold of `ask` and `eval` (plan of sub-questions, opening searches, verified
-    # answers, reader fallback) for both systems: only fold/unfold differs
     return {
         "fold": RunOptions.for_research(settings, fold=True, **common),
+        "fold-nounfold": RunOptions.for_research(settings, fold=True, unfold=False, **common),
         "react": RunOptions.for_research(settings, fold=False, **common),
     }
 
@@ -125,15 +146,16 @@ def table_title(
 ) -> str:
     load = "/".join(f"{x:.1f}" for x in os.getloadavg())
     detail = (
-        f"top-k {options.search_top_k} · snippet {options.result_chars} chars · plan {options.plan} · "
+        f"policy {options.policy} · top-k {options.search_top_k} · snippet {options.result_chars} chars · "
         f"report {options.report_mode} · fold summary {options.fold_summary}"
         if options is not None
         else "options as in the runs' trajectory.json"
     )
     return (
-        f"Long-horizon benchmark · {args.dataset} · k {', '.join(map(str, args.k))} · seed {args.seed} · "
-        f"model {model} · max_steps {args.max_steps} · window {args.window} · fold budget {args.budget} · "
-        f"{detail} · corpus {n_passages} passages · load average (1/5/15 min) at table time {load}"
+        f"Long-horizon benchmark · {args.dataset} · k {', '.join(map(str, args.k))} + {args.cross_refs} "
+        f"cross-reference item(s) · seed {args.seed} · model {model} · step cap {args.steps_per_item} per item "
+        f"+ 4 · window {args.window} · fold budget {args.budget} · {detail} · corpus {n_passages} passages · "
+        f"load average (1/5/15 min) at table time {load}"
     )
 
 
@@ -169,17 +191,41 @@ class Gauge:
         self.show()
 
 
+OptionsFor = Callable[[CompositeTask], dict[str, RunOptions]]
+
+
+def run_one(task: CompositeTask, system: str, deps: AgentDeps, options: RunOptions, out: Path, gauge: Gauge,
+            window: int | None) -> dict[str, Any]:  # fmt: skip
+    """One system on one task: its scored row; the run's report and trajectory saved under `out`."""
+    result = run_agent(task.request, deps, options, on_event=gauge)
+    row = run_row(task, system, result, window=window, lookup=deps.backend.get_chunk)
+    meta = {"model": result.model, "options": options.model_dump(mode="json"), "task": task.task_id}
+    save_run(result.run, result.report, out / "runs" / system / task.task_id, meta)
+    return row
+
+
+def log_line(task: CompositeTask, system: str, row: dict[str, Any]) -> str:
+    xref = (
+        f" x-ref F1 {row['f1_xref']:.2f} unfolded on {row['xref_unfold_items']}" if row["xref_items"] else ""
+    )
+    return (f"{task.task_id} {system:13s} F1 {row['f1']:.2f}{xref} found {row['found']:.2f} peak {row['peak_ctx']} "
+            f"folds {row['model_folds']}+{row['guard_folds']} unfolds {row['unfolds']} "
+            f"{row['status']} {row['wall_s']:.0f}s")  # fmt: skip
+
+
 def run_all(
     args: argparse.Namespace,
     tasks: list[CompositeTask],
     deps: AgentDeps,
-    options: dict[str, RunOptions],
+    options_for: OptionsFor,
     out: Path,
 ) -> list[dict[str, Any]]:
+    """Every selected system on every task not yet in longhorizon.jsonl, interleaved (the same load for
+    each system); all rows of the file, new ones appended as they finish."""
     path = out / "longhorizon.jsonl"
     rows = read_rows(path)
     done = {(r["task_id"], r["system"]) for r in rows}
-    todo = [(t, s) for t in tasks for s in SYSTEMS if (t.task_id, s) not in done]  # interleaved: same load
+    todo = [(t, s) for t in tasks for s in args.systems if (t.task_id, s) not in done]
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -189,25 +235,31 @@ def run_all(
     with path.open("a") as fh, Progress(*columns, console=console) as bar:
         job = bar.add_task("runs", total=len(todo))
         for task, system in todo:
-            gauge = Gauge(bar, job, f"{task.task_id} {system}", args.max_steps)
-            result = run_agent(task.request, deps, options[system], on_event=gauge)
-            row = run_row(task, system, result, window=args.window, lookup=deps.backend.get_chunk)
-            meta = {
-                "model": result.model,
-                "options": options[system].model_dump(mode="json"),
-                "task": task.task_id,
-            }
-            save_run(result.run, result.report, out / "runs" / system / task.task_id, meta)
+            options = options_for(task)[system]
+            gauge = Gauge(bar, job, f"{task.task_id} {system}", options.max_steps)
+            row = run_one(task, system, deps, options, out, gauge, args.window)
             rows.append(row)
             fh.write(json.dumps(row) + "\n")
             fh.flush()
-            bar.console.log(
-                f"{task.task_id} {system:5s} F1 {row['f1']:.2f} found {row['found']:.2f} peak {row['peak_ctx']} "
-                f"folds {row['model_folds']}+{row['guard_folds']} unfolds {row['unfolds']} "
-                f"{row['status']} {row['wall_s']:.0f}s"
-            )
+            bar.console.log(log_line(task, system, row))
             bar.advance(job)
     return rows
+
+
+def select_tasks(args: argparse.Namespace, dataset: QADataset, out: Path) -> list[CompositeTask]:
+    """The tasks built (all saved to tasks.jsonl), then the first `--first` of each k."""
+    tasks = build_tasks(
+        dataset,
+        args.k,
+        args.tasks_per_k,
+        seed=args.seed,
+        include_yes_no=args.yes_no,
+        cross_refs=args.cross_refs,
+    )
+    save_tasks(tasks, out / "tasks.jsonl")
+    if args.first is not None:
+        tasks = [t for k in dict.fromkeys(args.k) for t in [t for t in tasks if t.k == k][: args.first]]
+    return tasks
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -221,11 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         (out / "longhorizon.md").write_text(text)
         print(text)
         return 0
-    dataset = resolve_dataset(args.dataset, args.data_dir)
-    tasks = build_tasks(dataset, args.k, args.tasks_per_k, seed=args.seed, include_yes_no=args.yes_no)
-    save_tasks(tasks, out / "tasks.jsonl")
-    if args.first is not None:
-        tasks = [t for k in dict.fromkeys(args.k) for t in [t for t in tasks if t.k == k][: args.first]]
+    dataset = load_set(args.dataset, ROOT, args.data_dir)
+    tasks = select_tasks(args, dataset, out)
     passages = corpus(dataset, tasks, args.corpus, args.distractors)
     chat = make_chat_model(settings, cache=False)  # no response cache: wall times are real
     t0 = time.perf_counter()
@@ -235,11 +284,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         deps = AgentDeps(model=chat, backend=ModeBackend(stack.retriever, args.mode))
-        options = system_options(args, settings)
-        rows = run_all(args, tasks, deps, options, out)
+        rows = run_all(args, tasks, deps, lambda t: system_options(args, settings, max_steps(args, t)), out)
     finally:
         stack.close()
-    text = render_table(rows, table_title(args, chat.name, len(passages), options["fold"]))
+    shown = system_options(args, settings, max_steps(args, tasks[0])) if tasks else {}
+    text = render_table(rows, table_title(args, chat.name, len(passages), shown.get("fold")))
     (out / "longhorizon.md").write_text(text)
     print(text)
     return 0

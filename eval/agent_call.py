@@ -1,27 +1,39 @@
 """One way for every eval to call the research agent and read what it returns.
 
-`run_eventfold_agent(question, settings, backend, chat_model, fold=...)` drives `agent.runner.run_agent`
-and flattens its result into {answer, report, citations, retrieved, stats}; `AgentCaller` accepts any
-function of that shape (a test double, another agent) and reads its result defensively (attributes or
-dict keys).
+`run_eventfold_agent(question, settings, backend, chat_model, fold=..., policy=...)` drives
+`agent.runner.run_agent` and flattens its result into {answer, report, citations, retrieved, stats};
+`AgentCaller` accepts any function of that shape (a test double, another agent) and reads its result
+defensively (attributes or dict keys).
+
+A caller's name is its run's name in tables: the policy ("model", "workflow"), with "-nofold" for plain
+ReAct (no fold/unfold tools) and "-nounfold" for folding without the unfold tool.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from eventfold.llm.types import ChatModel
 from eventrag.schema import RetrievedChunk, SearchBackend
 
+PolicyName = Literal["model", "workflow"]
+
 
 def field(obj: Any, key: str) -> Any:
     if isinstance(obj, dict):
         return obj.get(key)
     return getattr(obj, key, None)
+
+
+def system_name(policy: str, *, fold: bool = True, unfold: bool = True) -> str:
+    """The run name of a policy with its memory tools: "model", "model-nofold", "model-nounfold"."""
+    if not fold:
+        return f"{policy}-nofold"
+    return policy if unfold else f"{policy}-nounfold"
 
 
 class AgentOutput(BaseModel):
@@ -40,6 +52,7 @@ class AgentCaller:
         chat_model: ChatModel,
         *,
         fold: bool = True,
+        policy: PolicyName = "model",
         **run_kwargs: Any,
     ) -> None:
         self.run_fn = run_fn
@@ -47,13 +60,15 @@ class AgentCaller:
         self.backend = backend
         self.chat_model = chat_model
         self.fold = fold
+        self.policy = policy
         self.run_kwargs = run_kwargs
-        self.name = "agent" if fold else "agent-nofold"
+        self.name = system_name(policy, fold=fold, unfold=run_kwargs.get("unfold", True))
 
     def __call__(self, prompt: str) -> AgentOutput:
         result = self.run_fn(
-            prompt, self.settings, self.backend, self.chat_model, fold=self.fold, **self.run_kwargs
-        )
+            prompt, self.settings, self.backend, self.chat_model, fold=self.fold, policy=self.policy,
+            **self.run_kwargs,
+        )  # fmt: skip
         stats = field(result, "stats") or {}
         if isinstance(stats, BaseModel):
             stats = stats.model_dump(mode="json")
@@ -65,6 +80,22 @@ class AgentCaller:
         )
 
 
+def run_stats(run: Any, wall_s: float) -> dict[str, Any]:
+    """The run's counters flat, plus who answered: `model_answer` is 1 when the model policy's own
+    `answer` action gave the final answer (its mean over questions is the share of such answers)."""
+    return {
+        **run.counters.model_dump(exclude={"context_samples"}),
+        "status": run.status,
+        "stop_reason": run.stop_reason,
+        "policy": run.policy,
+        "answer_source": run.answer_source,
+        "model_answer": int(run.answer_source == "model"),
+        "items": len(run.plan.sub_questions),
+        "steps": len(run.steps),
+        "wall_s": round(wall_s, 3),
+    }
+
+
 def run_eventfold_agent(
     question: str,
     settings: Any,
@@ -72,17 +103,22 @@ def run_eventfold_agent(
     chat_model: ChatModel,
     *,
     fold: bool = True,
-    report_mode: str = "full",
+    policy: PolicyName = "model",
+    report_mode: str = "short",
     runs_dir: Path | None = None,
+    **options: Any,
 ) -> dict[str, Any]:
     """Run the eventfold agent once: answer, report, cited chunk ids, the evidence it gathered (cited
-    first, as `RetrievedChunk`s in the order found) and its counters (folds, peak context, tokens…)."""
+    first, as `RetrievedChunk`s in the order found) and its counters (calls, folds, peak context,
+    tokens…). `options` are further `RunOptions` fields (e.g. `unfold=False`, `max_steps`)."""
     from agent.graph import AgentDeps
     from agent.runner import run_agent
     from eventfold.run_options import RunOptions
 
-    options = RunOptions.for_research(settings, fold=fold, report_mode=report_mode)
-    result = run_agent(question, AgentDeps(model=chat_model, backend=backend), options, runs_dir=runs_dir)
+    run_options = RunOptions.for_research(
+        settings, fold=fold, policy=policy, report_mode=report_mode, **options
+    )
+    result = run_agent(question, AgentDeps(model=chat_model, backend=backend), run_options, runs_dir=runs_dir)
     run = result.run
     evidence = list(run.evidence.values())
     cited = [e for cid in run.answer_citations for e in evidence if e.chunk_id == cid]
@@ -91,19 +127,10 @@ def run_eventfold_agent(
         RetrievedChunk(chunk_id=e.chunk_id, doc_id=e.doc_id, title=e.title, text=e.text, score=e.score or 0.0)
         for e in ordered
     ]
-    stats = {
-        **run.counters.model_dump(exclude={"context_samples"}),
-        "status": run.status,
-        "stop_reason": run.stop_reason,
-        "answer_source": run.answer_source,
-        "sub_questions": len(run.plan.sub_questions),
-        "steps": len(run.steps),
-        "wall_s": round(result.wall_s, 3),
-    }
     return {
         "answer": run.answer or "",
         "report": result.report,
         "citations": list(run.answer_citations),
         "retrieved": retrieved,
-        "stats": stats,
+        "stats": run_stats(run, result.wall_s),
     }

@@ -27,10 +27,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agent.state import RunState
-from agent.status import FOLD_CUE
 from eventfold.run_options import RunOptions
 from training.rl.rewards import EpisodeOutcome, RewardConfig, episode_reward
 from training.sft.data import TrainingQuestion, agent_run_fn, is_error_result
+
+PRESSURE = 0.6  # a run whose context passed this share of the budget was under budget pressure
 
 
 class EpisodeScore(BaseModel):
@@ -82,7 +83,7 @@ def turn_calls(run: RunState) -> tuple[list[str], list[str]]:
 
 
 def score_run(
-    qid: str, run: RunState, golds: list[str], cfg: RewardConfig, budget: int | None = None, pressure: float = FOLD_CUE
+    qid: str, run: RunState, golds: list[str], cfg: RewardConfig, budget: int | None = None, pressure: float = PRESSURE
 ) -> EpisodeScore:
     c = run.counters
     out = EpisodeOutcome(

@@ -1,6 +1,6 @@
 """Folded blocks: the structured Markdown that replaces a range of steps in the rendered context.
 
-Format (DESIGN §3)::
+Format::
 
     ## [F3] steps 4–9 · <title>
     ### Findings

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -19,7 +19,12 @@ class Step(BaseModel):
     assistant: Message
     results: list[Message] = Field(default_factory=list)
     chunk_ids: list[str] = Field(default_factory=list)  # evidence this step's results showed
-    kind: Literal["action", "invalid", "forced", "seed"] = "action"  # seed: the plan's opening search
+    # action: the policy's calls; invalid: a turn without a usable call. "forced" and "seed" mark steps
+    # code wrote in the policy's place: this loop writes none, trajectories holding them still load
+    kind: Literal["action", "invalid", "forced", "seed"] = "action"
+    data: list[dict[str, Any]] = Field(default_factory=list)  # each result's structured data (ToolResult.data)
+    suggested: str | None = None  # the call the status line suggested before this turn
+    followed: bool | None = None  # whether the turn called the suggested tool (None: nothing suggested)
 
 
 def step_messages(step: Step) -> list[Message]:

@@ -1,13 +1,16 @@
-"""`answer`: end the run with a short answer and the chunk ids that support it.
+"""`answer`: the policy's final answer, citing chunks the run has seen; in a long task, the answer to one item.
 
-An answer is kept only when it rests on evidence: the citations must be chunks the run has seen;
-without a valid citation, the seen chunks containing the answer are cited instead. An answer no
-evidence supports ends the run too, and the reader then answers from the best evidence (graph)."""
+The answer text is the policy's own: nothing rewrites it. A citation of a chunk the run has not seen is
+refused, naming the valid ids. Without citations, the seen chunks whose text holds the answer are cited
+(the policy's text unchanged); an answer no seen chunk holds and no citation supports is refused —
+except yes/no and "insufficient information", which no passage spells out.
+"""
 
 from __future__ import annotations
 
 import re
 
+from agent.plan import SubQuestion
 from agent.state import RunState
 from agent.tools.context import ToolContext
 from agent.tools.ids import adapt_ids, clean_citations
@@ -15,7 +18,8 @@ from agent.tools.registry import Tool, ToolError, ToolResult
 
 __all__ = ["clean_citations", "make_answer", "supporting"]
 
-YES_NO = {"yes", "no"}
+UNCITED = {"yes", "no", "insufficient information", "unknown"}
+SHOWN_IDS = 12
 
 
 def _words(text: str) -> str:
@@ -25,42 +29,75 @@ def _words(text: str) -> str:
 def supporting(run: RunState, answer: str) -> list[str]:
     """Seen chunks whose text contains the answer (word-normalised), best ranked first."""
     key = _words(answer)
-    if not key or key in YES_NO:
+    if not key or key in UNCITED:
         return []
     hits = [ev for ev in run.evidence.values() if key in _words(ev.text)]
     hits.sort(key=lambda ev: (ev.rank or 99, ev.step))
     return [ev.chunk_id for ev in hits[:3]]
 
 
+def _valid_ids(run: RunState) -> str:
+    ids = list(run.evidence)
+    more = f" (+{len(ids) - SHOWN_IDS} more)" if len(ids) > SHOWN_IDS else ""
+    return ", ".join(ids[:SHOWN_IDS]) + more if ids else "none yet: search first"
+
+
+def checked_citations(run: RunState, text: str, citations: list[str] | None) -> list[str]:
+    """The answer's citations, all seen by the run; ToolError when one is unseen or none supports it."""
+    cites = clean_citations(citations or [])
+    unseen = [c for c in cites if c not in run.evidence]
+    if unseen:
+        raise ToolError(
+            f"citation {', '.join(unseen)} is not a chunk this run has seen; cite ids from the results: {_valid_ids(run)}"
+        )
+    if cites or _words(text) in UNCITED:
+        return cites
+    found = supporting(run, text)
+    if not found:
+        raise ToolError(
+            f"the answer {text!r} cites no chunk and no seen chunk contains it; cite the chunks that support it: "
+            f"{_valid_ids(run)}"
+        )
+    return found
+
+
+def _item(run: RunState, item: int | None) -> SubQuestion | None:
+    """The long task's item this answer is for (default: the first unanswered); None for a single question."""
+    items = run.plan.sub_questions
+    if not items:
+        return None
+    if item is None:
+        return next(iter(run.plan.open()), items[-1])
+    sq = run.plan.get(item)
+    if sq is None:
+        raise ToolError(f"item={item} is not an item of this task; items: {', '.join(str(s.id) for s in items)}")
+    return sq
+
+
 def make_answer(ctx: ToolContext) -> Tool:
-    def answer(answer: str, citations: list[str] | None = None) -> ToolResult:
-        """Finish with a SHORT answer (a name, date, number, yes/no) and the chunk ids supporting it.
+    def answer(answer: str, citations: list[str] | None = None, item: int | None = None) -> ToolResult:
+        """Give the answer: a few words (a name, date, number, yes/no) and the chunk ids supporting it.
 
         Args:
             answer: the answer only, a few words
             citations: chunk ids from the results that support the answer
+            item: in a numbered task, the number of the item this answers
         """
+        run = ctx.run
         text = " ".join(answer.split())
         if not text:
             raise ToolError("answer is empty; give the answer in a few words")
-        cites = clean_citations(citations or [])
-        known = [c for c in cites if c in ctx.run.evidence]
-        supported = bool(known) or _words(text) in YES_NO
-        if not known:
-            known = supporting(ctx.run, text)
-            supported = supported or bool(known)
-        return ToolResult(
-            content=f"Answer recorded: {text}",
-            final=True,
-            data={
-                "answer": text,
-                "citations": known,
-                "supported": supported,
-                "unknown_citations": [c for c in cites if c not in ctx.run.evidence],
-            },
-        )
+        sq = _item(run, item)
+        cites = checked_citations(run, text, citations)
+        data = {"answer": text, "citations": cites, "item": sq.id if sq else None}
+        if sq is None:
+            return ToolResult(content=f"Answer recorded: {text}", final=True, data=data)
+        sq.answer, sq.citations = text, cites
+        left = [s.id for s in run.plan.open()]
+        rest = f"; items still open: {', '.join(map(str, left))}" if left else "; every item is answered"
+        return ToolResult(content=f"Answer to item {sq.id} recorded: {text}{rest}", final=not left, data=data)
 
     def choices() -> dict[str, list[object]]:
-        return {"citations": list(ctx.run.evidence)}
+        return {"citations": list(ctx.run.evidence), "item": [s.id for s in ctx.run.plan.sub_questions]}
 
     return Tool.from_function(answer, choices=choices, adapt=adapt_ids("citations"), enforce_choices=False)

@@ -7,7 +7,7 @@ steps (the evidence they showed, one finding per source, the queries that found 
 Granularity `step` keeps a one-line digest per step in the block; `subtask` keeps only findings.
 
 The model names what to fold by a target the status line lists ("all", "sq2"), never by step
-arithmetic; `start_step/end_step` ranges from older callers are still accepted.
+arithmetic; `start_step/end_step` ranges (the RL environment's saved calls) are accepted too.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ MIN_SUMMARY_WORDS = 4  # a shorter "summary" (a small model echoing its target: 
 
 
 def _evidence_lines(run: RunState, steps: list[Step], findings: list[str], *, index: bool = False) -> list[str]:
-    """One line: the chunks the findings use (DESIGN §3: the ids used), then a count of the other
+    """One line: the chunks the findings use, then a count of the other
     chunks the steps showed (unfold shows them): a block stays short however many results it hides.
     An index cites one source per line already: its ids are not written twice."""
     shown = list(dict.fromkeys(cid for s in steps for cid in s.chunk_ids))
@@ -43,32 +43,23 @@ def _evidence_lines(run: RunState, steps: list[Step], findings: list[str], *, in
 
 
 def briefing_content(run: RunState, start: int, end: int) -> tuple[str, list[str], list[str]] | None:
-    """A briefing's folded questions as an index, one line per question the steps served: its number
-    and its best source, cited (the reader answers each from the evidence kept in the state, so the block
-    only has to say what was found where; the request and the plan hold the questions' words). None
-    outside briefings or when the steps served none."""
+    """A long task's folded items as an index, one line per item the steps served: its number, its answer
+    if given, and its best source, cited (the item's evidence stays in the state, so the block only has
+    to say what was found where; the request holds the items' words). None outside long tasks or when
+    the steps served none."""
     subs = [sq for sq in run.plan.sub_questions if any(start <= n <= end for n in sq.steps)]
-    if not (run.plan.briefing and subs):
+    if not subs:
         return None
     findings, open_q = [], []
     for sq in subs:
-        top = next((c for c in sq.evidence if c in run.evidence), None)
+        top = next((c for c in [*sq.citations, *sq.evidence] if c in run.evidence), None)
         if top is None:
             open_q.append(f"{sq.id}. {snippet(sq.text, 60)}: nothing found yet")
             continue
         ev = run.evidence[top]
-        findings.append(f"question {sq.id} -> {snippet(ev.title or ev.doc_id, 40)} [c:{top}]")
-    return f"questions {', '.join(str(sq.id) for sq in subs)}", findings, open_q
-
-
-def next_search(run: RunState) -> str:
-    """After a briefing's fold: which question to search next, in its own words. The fold hid the
-    searches the model copied its queries from; without this the 1.5B searched the next question by a
-    keyword or two ("Flute Sonata in C major, BWV 1033") and its reader lost the bridge (k = 8 probe)."""
-    nxt = next(iter(run.plan.open()), None) if run.plan.briefing else None
-    # naming it by number, the 1.5B once searched another question's words and once the tail of a long
-    # question (k = 8, session 13): its words are quoted here, to be copied as they are
-    return f'. Next: search sub-question {nxt.id} with its full text as the query: "{nxt.text}"' if nxt else ""
+        said = f"answered {snippet(sq.answer, 60)!r}" if sq.answer else f"-> {snippet(ev.title or ev.doc_id, 40)}"
+        findings.append(f"item {sq.id} {said} [c:{top}]")
+    return f"items {', '.join(str(sq.id) for sq in subs)}", findings, open_q
 
 
 def deterministic_content(run: RunState, steps: list[Step]) -> tuple[str, list[str], list[str]]:
@@ -142,15 +133,14 @@ def apply_fold(
         return memory.refold(again, len(run.steps))
     steps = run.steps[start - 1 : end]
     source: Literal["model", "llm", "deterministic"] = "deterministic"
-    # a briefing's fold is its index, whatever the model wrote as a summary: each question is answered
-    # from the evidence kept in the state, and the 1.5B "summarized" by copying the status line
-    # ("The context is past 38% of the budget.")
+    # a long task's fold is its index, whatever the policy wrote as a summary: each item keeps its
+    # evidence and answer in the state, and a summary copied from the status line would hold neither
     index = briefing_content(run, start, end)
     written = summary if index is None and summary and len(summary.split()) >= MIN_SUMMARY_WORDS else None
     if written:
         lines = [ln.strip(" -*\t") for ln in written.strip().splitlines() if ln.strip(" -*\t")]
         title, findings, open_q, source = lines[0][:80], lines, [], "model"
-    elif index is not None:  # a briefing's finished questions: their index, no digests
+    elif index is not None:  # a long task's items: their index, no digests
         (title, findings, open_q), granularity = index, "subtask"
     elif use_llm and ctx.options.fold_summary == "llm":
         try:
@@ -179,15 +169,16 @@ def apply_fold(
 
 def fold_targets(run: RunState) -> dict[str, tuple[int, int]]:
     """The fold targets valid now, by name (what the status line shows): "all" (every completed
-    step not yet folded, nesting earlier folds) and "sqN" (the steps that served sub-question N)."""
+    step not yet folded; in a long task from step 1, nesting earlier folds) and "itemN" (the steps
+    taken while item N was being researched)."""
     n = len(run.steps)
     out: dict[str, tuple[int, int]] = {}
     spans = run.memory.uncovered_spans(n)
-    if spans:  # a briefing nests its earlier folds too: one index block of the questions done
-        out["all"] = (1 if run.plan.briefing else spans[0][0], n)
+    if spans:  # a long task nests its earlier folds too: one index block of the items done
+        out["all"] = (1 if run.plan.sub_questions else spans[0][0], n)
     for sq in run.plan.sub_questions:
         if sq.steps:
-            out[f"sq{sq.id}"] = (min(sq.steps), max(sq.steps))
+            out[f"item{sq.id}"] = (min(sq.steps), max(sq.steps))
     valid = {}
     for name, (start, end) in out.items():
         try:
@@ -199,7 +190,7 @@ def fold_targets(run: RunState) -> dict[str, tuple[int, int]]:
 
 
 def resolve_target(run: RunState, target: str) -> tuple[int, int]:
-    """A target name, or a range "A-B" (older callers), as a step range; FoldError names the choices."""
+    """A target name, or a range "A-B" (step-range callers), as a step range; FoldError names the choices."""
     key = target.strip().lower().replace(" ", "")
     targets = fold_targets(run)
     if key in targets:
@@ -214,8 +205,8 @@ def describe_targets(run: RunState) -> str:
     return ", ".join(f"{k} (steps {a}-{b})" for k, (a, b) in fold_targets(run).items()) or "none right now"
 
 
-def _legacy_range(args: dict[str, object]) -> dict[str, object]:
-    """fold(start_step, end_step) as older callers (RL environment, saved trajectories) send it."""
+def _step_range(args: dict[str, object]) -> dict[str, object]:
+    """fold(start_step, end_step) as step-range callers (RL environment, saved trajectories) send it."""
     if "target" not in args and "start_step" in args:
         start = args.pop("start_step")
         end = args.pop("end_step", start)
@@ -228,7 +219,7 @@ def make_fold(ctx: ToolContext) -> Tool:
         """Shrink finished steps into a memory block (unfold brings them back).
 
         Args:
-            target: what to fold: a target listed in [status], e.g. "all" or "sq1"
+            target: what to fold: a target listed in [status], e.g. "all" or "item1"
             summary: optional: what these steps found, citing [c:ID]
         """
         run = ctx.run
@@ -249,9 +240,9 @@ def make_fold(ctx: ToolContext) -> Tool:
             }
         )
         done = f"Folded steps {block.start}-{block.end} into {block.fold_id}: {block.title}"
-        return ToolResult(content=done + next_search(run))
+        return ToolResult(content=done)
 
     def choices() -> dict[str, list[object]]:
         return {"target": list(fold_targets(ctx.run))}
 
-    return Tool.from_function(fold, choices=choices, adapt=_legacy_range, enforce_choices=False)
+    return Tool.from_function(fold, choices=choices, adapt=_step_range, enforce_choices=False)

@@ -102,7 +102,7 @@ class Tool:
     args_model: type[BaseModel]
     parameters: dict[str, Any] = field(default_factory=dict)
     choices: Choices | None = None  # valid values per parameter right now
-    adapt: Adapter | None = None  # maps older argument shapes onto this signature
+    adapt: Adapter | None = None  # maps other argument shapes (a step range for fold) onto this signature
     enforce_choices: bool = True  # False: choices only narrow the grammar (the tool drops bad values)
 
     @classmethod

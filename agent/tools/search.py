@@ -1,15 +1,13 @@
-"""`search`: the retriever (EventRAG or any `SearchBackend`), numbered evidence with chunk/doc ids,
-each search tied to the plan's sub-question it serves.
+"""`search`: the retriever (EventRAG or any `SearchBackend`), numbered evidence with chunk/doc ids.
 
-A repeated query is not re-run: while a sub-question is still open the search goes to that
-sub-question's own text instead, else (with a plan) to the first lead of the status line (a repaired
-call, said so in the result); otherwise the model is told what it can do next."""
+The same query is run at most `max_repeat_queries` more times; past that it is refused with what the
+policy can do instead (the call is never swapped for another one). In a long task the hits are also
+recorded under the item being researched (the first unanswered one)."""
 
 from __future__ import annotations
 
 import re
 
-from agent.leads import leads
 from agent.prompts import DATA_NOTE
 from agent.state import Evidence
 from agent.tools.context import ToolContext, neutralize
@@ -25,74 +23,48 @@ def snippet(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026"
 
 
-def run_search(
-    ctx: ToolContext, query: str, sub_question: int | None = None, note: str = "", *, tie: bool = True,
-    top_k: int | None = None,
-) -> ToolResult:
-    """Retrieve (`top_k` hits, default the options'), record the evidence, tie it to the plan unless
-    `tie` is False (no repeat check)."""
+def run_search(ctx: ToolContext, query: str, note: str = "", *, top_k: int | None = None) -> ToolResult:
+    """Retrieve `top_k` hits (default the options'), record the query and the evidence; the result
+    shows the first `show_k` (the rest are evidence the policy may cite or read)."""
     run, opts = ctx.run, ctx.options
     run.queries.setdefault(normalize_query(query), []).append(run.next_step)
     k = top_k or opts.search_top_k
-    result = ctx.backend.retrieve(query, top_k=k)
-    chunks = result.chunks[:k]
-    sq = run.plan.tie(sub_question, run.next_step, [c.chunk_id for c in chunks]) if chunks and tie else None
-    serves = f" (sub-question {sq.id})" if sq is not None else ""
+    chunks = ctx.backend.retrieve(query, top_k=k).chunks[:k]
     if not chunks:
         return ToolResult(content=f"{note}No results for {query!r}. Try other keywords.")
-    lines = [f"{note}Results for {query!r}{serves} {DATA_NOTE}:"]
+    item = run.plan.tie(run.next_step, [c.chunk_id for c in chunks])
+    lines = [f"{note}Results for {query!r} {DATA_NOTE}:"]
     evidence = []
     for i, ch in enumerate(chunks, 1):
-        if i <= opts.show_k:  # the rest are kept as evidence for the reader, not shown (tokens)
+        if i <= opts.show_k:
             title = f' "{neutralize(ch.title)}"' if ch.title else ""
             lines.append(f"[{i}] [c:{ch.chunk_id}]{title}: {neutralize(snippet(ch.text, opts.result_chars))}")
         evidence.append(
-            Evidence(
-                chunk_id=ch.chunk_id,
-                doc_id=ch.doc_id,
-                title=ch.title,
-                text=ch.text,
-                step=run.next_step,
-                score=ch.score,
-                rank=i,
-                sub_question=sq.id if sq is not None else None,
-            )
+            Evidence(chunk_id=ch.chunk_id, doc_id=ch.doc_id, title=ch.title, text=ch.text, step=run.next_step,
+                     score=ch.score, rank=i, sub_question=item.id if item is not None else None)  # fmt: skip
         )
     return ToolResult(content="\n".join(lines), evidence=evidence)
 
 
 def make_search(ctx: ToolContext) -> Tool:
-    def search(query: str, sub_question: int | None = None) -> ToolResult:
+    def search(query: str) -> ToolResult:
         """Search the documents; results show chunk ids [c:ID].
 
         Args:
             query: a few keywords naming what to find
-            sub_question: the plan's sub-question this search serves (default: the first open one)
         """
-        run, opts = ctx.run, ctx.options
+        run = ctx.run
         key = normalize_query(query)
         if not key:
             raise ToolError("query is empty; give a few keywords")
         seen = run.queries.get(key, [])
-        if seen:  # a repeat finds nothing new: search the next open sub-question, else the next lead
+        if seen:
             run.counters.repeated_queries += 1
-            fresh = [s for s in run.plan.open() if normalize_query(s.text) not in run.queries]
-            if fresh:
-                run.counters.repaired_calls += 1
-                note = f"(already searched {query!r} at step {seen[0]}; searched sub-question {fresh[0].id} instead) "
-                return run_search(ctx, fresh[0].text, fresh[0].id, note)
-            found = leads(run, 1) if run.plan.sub_questions else []
-            if found:
-                run.counters.repaired_calls += 1
-                note = f"(already searched {query!r} at step {seen[0]}; searched the lead {found[0]!r} instead) "
-                return run_search(ctx, found[0], sub_question, note)
-        if len(seen) > opts.max_repeat_queries:
+        if len(seen) > ctx.options.max_repeat_queries:
             raise ToolError(
-                f"you already searched {query!r} (step {seen[0]}); search other keywords, read a chunk, or answer"
+                f"you already searched {query!r} (step {seen[0]}): the results are the same; search other "
+                "keywords, read a chunk, or answer"
             )
-        return run_search(ctx, query, sub_question)
+        return run_search(ctx, query)
 
-    def choices() -> dict[str, list[object]]:
-        return {"sub_question": [s.id for s in ctx.run.plan.sub_questions]}
-
-    return Tool.from_function(search, choices=choices)
+    return Tool.from_function(search)

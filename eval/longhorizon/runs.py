@@ -8,6 +8,10 @@ it the row falls back to all prompt tokens and says so), the plan's sub-question
 A run *overflowed* when a prompt it built was longer than the model's window (its peak context is over
 the window, or the backend refused the prompt as too long); its scores count as zero (a failure). A run
 *stopped early* when it ended on an error or on repeated failed steps, not on `answer` or the step cap.
+
+Plain and cross-reference items are scored apart (`em_plain`/`f1_plain`, `em_xref`/`f1_xref`), and for
+each cross-reference item the row says whether the run called `unfold` while that item was the one being
+researched (its steps in the run's plan).
 """
 
 from __future__ import annotations
@@ -46,6 +50,48 @@ def stopped_early(status: str, stop_reason: str) -> bool:
     return status == "failed" or (status == "forced" and "step cap" not in stop_reason)
 
 
+def unfold_items(run: Any) -> list[int]:
+    """The items (plan ids) during whose steps the run called `unfold`."""
+    steps = {s.n for s in run.steps if any(c.name == "unfold" for c in s.assistant.tool_calls)}
+    plan = getattr(run, "plan", None)
+    subs = plan.sub_questions if plan is not None else []
+    return [sq.id for sq in subs if steps & set(sq.steps)]
+
+
+def split_scores(task: CompositeTask, score: ReportScore, over: bool) -> dict[str, Any]:
+    """EM/F1 means over the plain items and over the cross-reference items (None: the task has none)."""
+    xref = {sq.n for sq in task.sub_questions if sq.cross_reference}
+    out: dict[str, Any] = {}
+    for part, subs in (
+        ("plain", [s for s in score.subs if s.n not in xref]),
+        ("xref", [s for s in score.subs if s.n in xref]),
+    ):
+        for key in ("em", "f1"):
+            out[f"{key}_{part}"] = (
+                (0.0 if over else statistics.fmean(getattr(s, key) for s in subs)) if subs else None
+            )
+    out["xref_items"] = len(xref)
+    return out
+
+
+def counter_fields(run: Any) -> dict[str, Any]:
+    c = run.counters
+    return {
+        "peak_ctx": c.peak_context_tokens,
+        "mean_ctx": statistics.fmean(c.context_samples) if c.context_samples else 0.0,
+        "prompt_tokens": c.prompt_tokens,
+        "evaluated_prompt_tokens": getattr(c, "evaluated_prompt_tokens", None),
+        "completion_tokens": c.completion_tokens,
+        "llm_calls": c.llm_calls,
+        "tool_calls": getattr(c, "tool_calls", None),
+        "invalid_turns": getattr(c, "invalid_turns", None),
+        "model_folds": c.folds,
+        "guard_folds": c.guard_folds,
+        "unfolds": c.unfolds,
+        "tool_errors": c.tool_errors,
+    }
+
+
 def run_row(
     task: CompositeTask,
     system: str,
@@ -55,12 +101,12 @@ def run_row(
     lookup: Callable[[str], Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON row of one run (`result`: agent.runner.RunResult)."""
-    run, c = result.run, result.run.counters
+    run = result.run
     score: ReportScore = score_report(task, result.report, chunk_docs_of(run, result.report, lookup))
-    over = overflowed(c.peak_context_tokens, window, run.status, run.stop_reason)
-    evaluated = getattr(c, "evaluated_prompt_tokens", None)
+    over = overflowed(run.counters.peak_context_tokens, window, run.status, run.stop_reason)
     plan = getattr(run, "plan", None)
-    row: dict[str, Any] = {
+    xref = {sq.n for sq in task.sub_questions if sq.cross_reference}
+    return {
         "task_id": task.task_id,
         "k": task.k,
         "system": system,
@@ -70,26 +116,18 @@ def run_row(
         "overflowed": over,
         "stopped_early": stopped_early(run.status, run.stop_reason),
         **{key: 0.0 if over else getattr(score, key) for key in SCORE_KEYS},
+        **split_scores(task, score, over),
+        "xref_unfold_items": sorted(xref & set(unfold_items(run))),
         "citation_precision": None if over else score.citation_precision,
         "report_citation_precision": None if over else score.report_citation_precision,
         "cited_subs": score.cited_subs,
         "raw_scores": {key: getattr(score, key) for key in SCORE_KEYS},  # before the overflow rule
-        "peak_ctx": c.peak_context_tokens,
-        "mean_ctx": statistics.fmean(c.context_samples) if c.context_samples else 0.0,
-        "prompt_tokens": c.prompt_tokens,
-        "evaluated_prompt_tokens": evaluated,
-        "completion_tokens": c.completion_tokens,
-        "llm_calls": c.llm_calls,
-        "model_folds": c.folds,
-        "guard_folds": c.guard_folds,
-        "unfolds": c.unfolds,
-        "tool_errors": c.tool_errors,
+        **counter_fields(run),
         "plan_size": len(plan.sub_questions) if plan is not None else None,
         "answer_source": getattr(run, "answer_source", None),
-        "reader_calls": getattr(c, "reader_calls", None),
+        "reader_calls": getattr(run.counters, "reader_calls", None),
         "wall_s": result.wall_s,
         "subs": [
             {"n": s.n, "answer": s.answer, "em": s.em, "f1": s.f1, "cited": s.cited_docs} for s in score.subs
         ],
     }
-    return row

@@ -7,7 +7,9 @@ before the answer, bold markers, a Sources list at the end. The rules, in order:
 1. The report ends where a Sources / References / Citations / Run heading starts (that tail is parsed
    for the numbered source entries only).
 2. Segments start at numbered headings ("## 2.", "### Question 2:", "## Q2 –"); only when there are
-   none, at numbered lines ("2.", "**2.**", "2)", "Q2:") at the start of a line.
+   none, at numbered lines ("2.", "**2.**", "2)", "Q2:") at the start of a line. An unnumbered heading
+   ends a numbered line's segment, and a numbered heading's when it is of the same or a higher level
+   ("## Evidence seen" after "### 2. …").
 3. A segment goes to the sub-question whose text its heading restates (token F1 >= 0.6), else to the
    sub-question with its number; segments that fit neither are ignored.
 4. Its answer is the text after the first "Answer:" in it; without one, the heading's own text when it
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 
 from eval.multihop.metrics import f1_score
 
+HEADING_MARKS = re.compile(r"^\s{0,3}(#{1,6})(?:\s|$)")
 TAIL_HEADING = re.compile(r"^\s{0,3}#{1,6}\s*(sources|references|citations|bibliography|run)\b", re.I)
 NUMBERED_HEADING = re.compile(
     r"^\s{0,3}#{1,6}\s*[*_]*\s*(?:question|q|sub-?question|part)?\s*(\d{1,2})(?!\d)\s*[*_]*\s*[.):\-–—]?\s*[*_]*\s*(.*)$",
@@ -47,6 +50,7 @@ class Segment:
     heading: str  # text after the number on the segment's first line
     lines: list[str] = field(default_factory=list)  # the lines after the first
     is_heading: bool = True
+    level: int = 0  # the heading's number of "#" (0: a numbered line)
 
     @property
     def text(self) -> str:
@@ -76,18 +80,35 @@ def restates(text: str, question: str) -> bool:
     return f1_score(text, [question]) >= RESTATES
 
 
+def heading_level(line: str) -> int:
+    """The Markdown heading level of `line` (number of leading "#"), 0 when it is no heading."""
+    m = HEADING_MARKS.match(line)
+    return len(m.group(1)) if m else 0
+
+
+def _ends(segment: Segment, line: str) -> bool:
+    """An unnumbered heading ends a numbered-line segment, and a heading segment when it is of the
+    same or a higher level ("## Evidence" after "### 2. …" is no longer item 2)."""
+    level = heading_level(line)
+    return bool(level) and (not segment.is_heading or level <= segment.level)
+
+
 def segments(body: list[str]) -> list[Segment]:
     """Numbered segments of the body: headings when there are any, else numbered lines."""
     for pattern, is_heading in ((NUMBERED_HEADING, True), (NUMBERED_LINE, False)):
         out: list[Segment] = []
         for line in body:
             m = pattern.match(line)
-            if m and (is_heading or not line.lstrip().startswith("#")):
-                out.append(Segment(int(m.group(1)), m.group(2).strip(), is_heading=is_heading))
-            elif out and (is_heading or not line.lstrip().startswith("#")):
-                out[-1].lines.append(line)
-            elif out:  # an unnumbered heading ends a numbered-line segment
+            if m and (is_heading or not heading_level(line)):
+                out.append(
+                    Segment(
+                        int(m.group(1)), m.group(2).strip(), is_heading=is_heading, level=heading_level(line)
+                    )
+                )
+            elif out and _ends(out[-1], line):
                 out.append(Segment(0, "", is_heading=False))
+            elif out:
+                out[-1].lines.append(line)
         out = [s for s in out if s.number > 0]
         if out:
             return out

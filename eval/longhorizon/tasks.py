@@ -8,7 +8,12 @@ Selection, for each k: the eligible questions (a gold answer; yes/no answers lef
 since a guess scores half of them; one copy of each question text) are shuffled by a generator seeded
 with (seed, set, k) and dealt into tasks in order, reshuffling only when the pool runs out, so tasks of
 one k share no question while the pool lasts and no task ever holds the same question twice. The same
-(set files, seed, ks, tasks per k) always gives the same tasks, independent of the other ks asked for.
+(set files, seed, ks, tasks per k, cross-references) always gives the same tasks, independent of the
+other ks asked for.
+
+With `cross_refs` > 0 each task ends with that many cross-reference items (eval/longhorizon/crossref.py):
+questions on a detail that only an earlier item's gold passage holds, each naming the item it refers to.
+They are numbered after the k questions; `k` stays the number of plain questions.
 """
 
 from __future__ import annotations
@@ -20,10 +25,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from eval.longhorizon.crossref import CROSS_REFERENCE, CrossRef, Item, cross_refs
 from eval.multihop.metrics import normalize_answer
 from eval.multihop.schema import QADataset, QAExample
 
-MIN_K, MAX_K = 2, 12
+MIN_K, MAX_K = 2, 20
 YES_NO = frozenset({"yes", "no"})
 
 REQUEST_TEMPLATE = (
@@ -46,6 +52,11 @@ class SubQuestion(BaseModel):
     gold_passage_ids: list[str] = Field(default_factory=list)
     gold_titles: list[str] = Field(default_factory=list)
     question_type: str = "unknown"
+    refers_to: int | None = None  # a cross-reference item: the earlier item whose evidence holds its answer
+
+    @property
+    def cross_reference(self) -> bool:
+        return self.refers_to is not None
 
 
 class CompositeTask(BaseModel):
@@ -62,7 +73,8 @@ class CompositeTask(BaseModel):
 
     @property
     def qids(self) -> list[str]:
-        return [sq.qid for sq in self.sub_questions]
+        """The set's questions in the task (cross-reference items are built, not the set's)."""
+        return [sq.qid for sq in self.sub_questions if not sq.cross_reference]
 
 
 def render_request(questions: Sequence[str]) -> str:
@@ -97,6 +109,24 @@ def _sub(n: int, ex: QAExample) -> SubQuestion:
     )
 
 
+def _cross_sub(n: int, task_id: str, ref: CrossRef) -> SubQuestion:
+    return SubQuestion(
+        n=n, qid=f"{task_id}-x{ref.refers_to}", question=ref.question, answers=[ref.answer],
+        gold_passage_ids=[ref.passage_id], gold_titles=[ref.title], question_type=CROSS_REFERENCE,
+        refers_to=ref.refers_to,
+    )  # fmt: skip
+
+
+def with_cross_refs(
+    task_id: str, subs: list[SubQuestion], dataset: QADataset, count: int
+) -> list[SubQuestion]:
+    """`subs` followed by up to `count` cross-reference items on them."""
+    passages = {p.passage_id: p for p in dataset.passages}
+    items = [Item(s.n, s.question, s.answers, s.gold_passage_ids) for s in subs]
+    refs = cross_refs(task_id, items, passages, count)
+    return subs + [_cross_sub(len(subs) + i, task_id, ref) for i, ref in enumerate(refs, 1)]
+
+
 def _deal(pool: list[QAExample], k: int, count: int, rng: random.Random) -> list[list[QAExample]]:
     """`count` groups of k distinct questions: deal a shuffled pool in order, reshuffle when it runs out."""
     deck: list[QAExample] = []
@@ -122,10 +152,13 @@ def build_tasks(
     *,
     seed: int = 0,
     include_yes_no: bool = False,
+    cross_refs: int = 0,
 ) -> list[CompositeTask]:
-    """`per_k` composite tasks for each k, deterministic in (dataset, seed, k)."""
+    """`per_k` composite tasks for each k, deterministic in (dataset, seed, k, cross_refs)."""
     if per_k < 1:
         raise TaskError(f"tasks per k must be at least 1 (got {per_k})")
+    if cross_refs < 0:
+        raise TaskError(f"cross-reference items per task cannot be negative (got {cross_refs})")
     pool = eligible(dataset, include_yes_no=include_yes_no)
     tasks: list[CompositeTask] = []
     for k in dict.fromkeys(ks):
@@ -135,16 +168,19 @@ def build_tasks(
             raise TaskError(f"{dataset.name}: {len(pool)} eligible questions, fewer than k = {k}")
         rng = random.Random(f"{seed}:{dataset.name}:{k}")
         for i, group in enumerate(_deal(pool, k, per_k, rng), 1):
-            subs = [_sub(n, ex) for n, ex in enumerate(group, 1)]
+            task_id = f"{dataset.name}-k{k}-s{seed}-{i:02d}" + (f"-x{cross_refs}" if cross_refs else "")
+            subs = with_cross_refs(
+                task_id, [_sub(n, ex) for n, ex in enumerate(group, 1)], dataset, cross_refs
+            )
             tasks.append(
                 CompositeTask(
-                    task_id=f"{dataset.name}-k{k}-s{seed}-{i:02d}",
+                    task_id=task_id,
                     dataset=dataset.name,
                     k=k,
                     seed=seed,
                     request=render_request([s.question for s in subs]),
                     sub_questions=subs,
-                )
+                )  # fmt: skip
             )
     return tasks
 

@@ -145,9 +145,13 @@ STAT_COLUMNS = {  # per-question stats worth a column (means per question), as "
     "eval prompt tok": "evaluated_prompt_tokens",
     "gen tok": "completion_tokens",
     "tool calls": "tool_calls",
+    "distinct tools": "distinct_tools",
     "tool err %": "tool_error_pct",  # derived: 100 * mean tool errors / mean tool calls
+    "invalid turns": "invalid_turns",
+    "answers by model": "model_answer",  # share of final answers from the model policy's answer action
     "model folds": "folds",
     "guard folds": "guard_folds",
+    "unfolds": "unfolds",
     "reader answers": "reader_calls",
     "peak ctx": "peak_context_tokens",
 }

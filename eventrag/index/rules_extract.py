@@ -2,8 +2,9 @@
 
 - entities: the document title, and capitalised name phrases ("Ermengarde of Tours", "New York City");
 - events: sentences that carry a date, or that have a verb between two entities;
-- relations: BEFORE between dated events of a chunk in time order, CAUSES on explicit causal cues
-  ("because", "led to", "as a result"), PARTICIPATES_IN/LOCATED_IN from the sentence structure.
+- relations: BEFORE between dated events of a chunk in time order, CAUSES from a sentence's event to the
+  next one's when that one takes it as its cause ("As a result, ...", `eventrag.connectives`),
+  PARTICIPATES_IN/LOCATED_IN from the sentence structure.
 Precision is lower than the LLM's, but indexing costs milliseconds per chunk.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
+from eventrag.connectives import causal_links
 from eventrag.dates import find_dates
 from eventrag.index.chunking import split_sentences
 from eventrag.index.extract import entity_key, event_key, norm_name
@@ -60,6 +62,34 @@ def find_entities(sentence: str) -> list[tuple[int, str]]:
             continue
         out.append((m.start(1) + m.group(1).find(name.split()[0]), name))
     return out
+
+
+def _content(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]{4,}", text.lower()) if w not in _STOP}
+
+
+def causal_relations(previous: Event, event: Event, chunk_id: str) -> list[Relation]:
+    """CAUSES between the previous sentence's event and this one, when this sentence links to it:
+    - from the previous one when this sentence takes it as its cause, by an opener ("As a result, ...",
+      "This forced ...") or by a cause that names what it told ("Because the station failed, ..." after
+      the station's flooding);
+    - to the previous one, weaker, when this sentence opens with its own cause ("Because the flooding had
+      put the station out of action, water could no longer be drained ..." after "The council closed the
+      road"): what it tells explains the statement before it.
+    A link told inside one sentence ("X because Y") joins no two events: one event per sentence cannot hold it."""
+    before = _content(previous.description)
+    links = causal_links(event.description, previous.description)
+    weights = [link.weight for link in links
+               if link.across or (len(_content(link.cause) & before) * 2 >= len(_content(link.cause)) > 0)]
+    if weights:
+        return [Relation(source=previous.event_id, target=event.event_id, type="CAUSES", chunk_ids=[chunk_id],
+                         weight=round(0.8 * max(weights), 3))]
+    opening = [link for link in links if event.description.lower().startswith(link.connective)
+               and link.connective not in {"after", "following", "since"}]
+    if opening:
+        return [Relation(source=event.event_id, target=previous.event_id, type="CAUSES", chunk_ids=[chunk_id],
+                         weight=round(0.5 * opening[0].weight, 3))]
+    return []
 
 
 class RuleExtractor:
@@ -138,14 +168,7 @@ def _sentence_event(chunk: Chunk, start: int, sent: str, title: str, ents: dict[
     if location:
         out.relations.append(Relation(source=ev.event_id, target=entity_key(location), type="LOCATED_IN",
                                       chunk_ids=[chunk.chunk_id]))
-    if cue and prev_event is not None:
-        out.relations.append(_causal(cue.group(1).lower(), prev_event, ev, chunk.chunk_id))
+    if prev_event is not None:
+        out.relations += causal_relations(prev_event, ev, chunk.chunk_id)
     return ev
 
-
-def _causal(cue: str, prev_event: Event, ev: Event, chunk_id: str) -> Relation:
-    """CAUSES between the previous sentence's event and this one, in the direction the cue says."""
-    forward = cue in {"as a result", "therefore", "consequently", "led to", "leads to", "resulted in", "results in",
-                      "caused", "causes", "triggered", "prompted"}
-    src, dst = (prev_event, ev) if forward else (ev, prev_event)
-    return Relation(source=src.event_id, target=dst.event_id, type="CAUSES", chunk_ids=[chunk_id], weight=0.8)

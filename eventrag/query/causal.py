@@ -2,12 +2,10 @@
 off the chain of events that led to the January 2015 SeaGuard S2 recall?", "Which incident caused the
 outage?". ("What caused X?" is left out: it may ask why — a mechanism — rather than which event.)
 
-Such a question asks for the first link of a chain that ends in a known event (the *target*). A 1.5B
-reader shown the evidence passages in rank order names the actor of the target ("HTI") or a late link;
-shown the dated events before the target in time order, numbered, it can pick the link asked for. This
-module only reads the question's form: its target, what kind of event is asked for ("supplier event",
-"event at a supplier", "customer complaint") and whether the chain's start is asked for. Building the timeline from
-the evidence and reading it are the agent's (`agent.causal`).
+Such a question asks for an event that links to a known event (the *target*) as its cause. This module
+only reads the question's form: its target, what kind of event is asked for ("supplier event", "event at
+a supplier", "customer complaint") and whether the chain's start is asked for. The causes themselves are
+ranked from the evidence that links them to the target (`agent.causal`, the timeline tool).
 """
 
 from __future__ import annotations
@@ -62,30 +60,6 @@ class CausalQuestion(BaseModel):
         """The year the target names ("the 2015 SeaGuard recall"), if it names one."""
         years = [d.start[:4] for _, _, d in find_dates(self.target) if d.start]
         return years[0] if years else None
-
-
-class TimelineEvent(BaseModel):
-    start: str  # ISO date the sentence's event starts
-    end: str
-    raw: str  # the date as written
-    text: str
-    title: str
-    chunk_id: str = ""
-    doc_id: str = ""
-
-
-class OriginAnswer(BaseModel):
-    answer: str
-    origin: TimelineEvent  # the timeline event the answer names
-    target: TimelineEvent  # the event the chain ends in
-    events: list[TimelineEvent]  # the timeline shown to the model, in time order
-
-    @property
-    def explanation(self) -> str:
-        return (
-            f"read from {len(self.events)} dated events before the target ({self.target.raw}) in time "
-            f"order: the event of {self.origin.raw}"
-        )
 
 
 def parse_causal(question: str) -> CausalQuestion | None:

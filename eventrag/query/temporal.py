@@ -59,23 +59,6 @@ class TemporalQuestion(BaseModel):
         return f"{self.sides[i]} {self.predicate}".strip()
 
 
-class DatedSide(BaseModel):
-    side: str
-    time: EventTime
-    sentence: str
-    chunk_id: str
-
-
-class DateAnswer(BaseModel):
-    answer: str
-    sides: list[DatedSide]
-
-    @property
-    def explanation(self) -> str:
-        dated = "; ".join(f"{d.side}: {d.time.raw or d.time.start}" for d in self.sides)
-        return f"computed from the dates of the evidence ({dated})"
-
-
 def when_question(side: str, predicate: str = "", aux: str = "") -> str:
     """A side as a "When ...?" question: "HTI was founded" -> "When was HTI founded?"."""
     if aux:
@@ -186,12 +169,8 @@ def _bounds(t: EventTime) -> tuple[date, date]:
 
 def order_answer(q: TemporalQuestion, a: EventTime, b: EventTime) -> str | None:
     """The side that came first (or last, per `q.want`); None when the intervals overlap."""
-    (a0, a1), (b0, b1) = _bounds(a), _bounds(b)
-    if a1 < b0:
-        first = 0
-    elif b1 < a0:
-        first = 1
-    else:
+    first = earlier_of(a, b)
+    if first is None:
         return None
     pick = first if q.want == "earliest" else 1 - first
     return q.sides[pick]
@@ -202,24 +181,36 @@ def _full_between(x: date, y: date, unit: str) -> int:
     return months // 12 if unit == "years" else months // 120 if unit == "decades" else months
 
 
-def duration_answer(q: TemporalQuestion, a: EventTime, b: EventTime) -> str | None:
-    """The time between the sides' dates in `q.unit` ("11 years"); whole units at day precision,
-    calendar difference when a date is a year or month; None when the precision cannot give it."""
+def span_between(a: EventTime, b: EventTime, unit: str = "years", full: bool = True) -> int | None:
+    """The time between two dates' starts in `unit` (years, months, days, decades): whole units at day
+    precision (`full`), calendar difference when a date is only a year or a month; None when their
+    precision cannot give it (days between two years)."""
     (a0, _), (b0, _) = _bounds(a), _bounds(b)
     x, y = sorted((a0, b0))
     coarse = {a.granularity, b.granularity} - {"day"}
-    if q.unit == "days":
-        if coarse:
+    if unit == "days":
+        return None if coarse else (y - x).days
+    if coarse and ("year" in coarse or "decade" in coarse):
+        if unit not in ("years", "decades"):
             return None
-        n = (y - x).days
-    elif coarse and ("year" in coarse or "decade" in coarse):
-        if q.unit != "years" and q.unit != "decades":
-            return None
-        n = (y.year - x.year) // (10 if q.unit == "decades" else 1)
-    elif q.full or not coarse:
-        n = _full_between(x, y, q.unit)
-    else:
-        n = (y.year - x.year) * 12 + (y.month - x.month)
-        n = n // 12 if q.unit == "years" else n // 120 if q.unit == "decades" else n
+        return (y.year - x.year) // (10 if unit == "decades" else 1)
+    if full or not coarse:
+        return _full_between(x, y, unit)
+    n = (y.year - x.year) * 12 + (y.month - x.month)
+    return n // 12 if unit == "years" else n // 120 if unit == "decades" else n
+
+
+def earlier_of(a: EventTime, b: EventTime) -> int | None:
+    """0 when `a` ends before `b` starts, 1 when `b` ends before `a` starts, None when they overlap."""
+    (a0, a1), (b0, b1) = _bounds(a), _bounds(b)
+    return 0 if a1 < b0 else 1 if b1 < a0 else None
+
+
+def duration_answer(q: TemporalQuestion, a: EventTime, b: EventTime) -> str | None:
+    """The time between the sides' dates in `q.unit` ("11 years"); whole units at day precision,
+    calendar difference when a date is a year or month; None when the precision cannot give it."""
+    n = span_between(a, b, q.unit, q.full)
+    if n is None:
+        return None
     unit = q.unit if n != 1 else q.unit[:-1]
     return f"{n} {unit}"

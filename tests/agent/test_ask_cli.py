@@ -39,3 +39,11 @@ def test_index_name_follows_the_corpus_dir(tmp_path):
     d.mkdir()
     name = index_name_for(d)
     assert name.startswith("my-corpus--") and len(name) == len("my-corpus--") + 8
+
+
+def test_ask_names_a_bad_option_value_and_its_choices(tmp_path, monkeypatch):
+    monkeypatch.setenv("EVENTFOLD_HOME", str(tmp_path))
+    result = CliRunner().invoke(app, ["ask", "Who?", "--policy", "bogus"])
+    assert result.exit_code == 2 and "--policy 'bogus': choose model | workflow" in out(result)
+    result = CliRunner().invoke(app, ["ask", "Who?", "--report", "huge"])
+    assert result.exit_code == 2 and "choose short | full | long" in out(result)

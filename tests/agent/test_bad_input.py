@@ -41,7 +41,7 @@ def test_instructions_inside_a_document_stay_data():
     )
     backend = MemoryBackend({"e1": evil})
     model = ScriptedChatModel(
-        [("search", {"query": "Curie instructions"}), ("answer", {"answer": "unknown"})]
+        [("search", {"query": "Curie instructions"}), ("answer", {"answer": "unknown", "citations": ["e1#0"]})]
     )
     res = run_agent(Q, AgentDeps(model, backend), RunOptions())
     sent = model.calls[1]["messages"]
@@ -69,14 +69,14 @@ def test_broken_tool_calls_are_repaired_or_returned_as_errors(backend):
     run = res.run
     assert run.status == "answered" and run.answer == "Warsaw"
     assert [s.kind for s in run.steps] == ["invalid", "action", "action", "action", "action"]
-    assert "not a tool call" in run.steps[0].results[0].content
+    assert "not a usable tool call" in run.steps[0].results[0].content
     assert run.steps[1].assistant.tool_calls[0].name == "search" and run.steps[1].chunk_ids
     assert "bad arguments for search: query: Field required" in run.steps[2].results[0].content
     assert "unknown tool 'serch'" in run.steps[3].results[0].content
     c = run.counters
     assert (c.invalid_turns, c.tool_errors, c.repaired_calls) == (1, 2, 2)
     # the model saw the error of its invalid turn in the next prompt
-    assert any("not a tool call" in m.content for m in model.calls[1]["messages"])
+    assert any("not a usable tool call" in m.content for m in model.calls[1]["messages"])
 
 
 def test_schemas_come_from_typed_signatures_and_extra_tools_plug_in(backend):
@@ -113,11 +113,11 @@ def test_a_failing_backend_becomes_a_tool_error(backend):
 
     backend.retrieve = boom
     model = ScriptedChatModel([("search", {"query": "Curie"}), ("answer", {"answer": "unknown"})])
-    res = run_agent(Q, AgentDeps(model, backend), RunOptions(plan="rules", verify_answer=True))
-    # the plan's opening search and the model's search both fail as results the run goes on from
-    assert res.run.steps[0].kind == "seed"
-    assert all("ConnectionError: graph store down" in s.results[0].content for s in res.run.steps[:2])
-    assert res.run.answer == "unknown" and res.run.answer_source == "model"  # no evidence: nothing to read
+    res = run_agent(Q, AgentDeps(model, backend), RunOptions())
+    # the model's search fails as a result the run goes on from
+    assert res.run.steps[0].kind == "action" and res.run.counters.tool_errors == 1
+    assert "ConnectionError: graph store down" in res.run.steps[0].results[0].content
+    assert res.run.answer == "unknown" and res.run.answer_source == "model"  # no evidence: nothing to cite
 
 
 def test_calls_the_backend_flagged_as_unusable_become_errors_or_are_repaired(backend):
@@ -126,6 +126,7 @@ def test_calls_the_backend_flagged_as_unusable_become_errors_or_are_repaired(bac
     model = ScriptedChatModel(
         [
             ToolCall(id="a", name="", error="the action was not valid JSON (truncated)"),
+            ("search", {"query": "Marie Curie born"}),
             ToolCall(
                 id="b",
                 name="final_answer",
@@ -136,7 +137,7 @@ def test_calls_the_backend_flagged_as_unusable_become_errors_or_are_repaired(bac
     )
     res = run_agent(Q, AgentDeps(model, backend), RunOptions())
     assert res.run.steps[0].results[0].content == "error: the action was not valid JSON (truncated)"
-    assert res.run.answer == "Warsaw" and res.run.steps[1].assistant.tool_calls[0].name == "answer"
+    assert res.run.answer == "Warsaw" and res.run.steps[2].assistant.tool_calls[0].name == "answer"
 
 
 def test_read_takes_seen_chunk_ids_and_names_the_valid_ones(backend):

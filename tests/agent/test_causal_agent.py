@@ -1,137 +1,99 @@
-"""Origin questions in the agent: the target is dated from the evidence, the dated events before it are
-shown in time order, the model picks one by number, the reader words the answer from that sentence."""
+"""Causes ranked by the evidence linking them to the subject (`agent.causal`), and the timeline tool over
+an in-memory backend: never by time order or position in a document. (The real index: test_tools_capability.)"""
 
 from __future__ import annotations
 
 from agent_doubles import MemoryBackend, ScriptedChatModel
 
-from agent.causal import clause_of, episode_start, find_target, timeline
-from agent.graph import AgentDeps
-from agent.prompts import ORIGIN_SYSTEM, PLAN_SYSTEM
-from agent.runner import run_agent
-from agent.state import Evidence
-from eventfold.run_options import RESEARCH_SCAFFOLD, RunOptions
-from eventrag.query.causal import parse_causal
+from agent.causal import GraphLink, rank_causes
+from agent.state import RunState
+from agent.tools import build_registry
+from agent.tools.context import ToolContext
+from eventfold.run_options import RunOptions
+from eventrag.schema import Chunk
 
 DOCS = {
-    "fire": (
-        "Fire at Kvarts",
-        "In the early hours of 2 February 2014, a fire broke out in the clean room of Kvarts' plant. "
-        "Halvorsen's 2011 warning had come true: HTI had no other source of pressure elements.\n\n"
-        "On 17 February 2014 HTI signed an emergency supply contract for the LS-7 pressure element.",
+    "storm": (
+        "Storm at Kell Bridge",
+        "On 3 March 2020, the Kell footbridge was repainted by volunteers from the rowing club.\n\n"
+        "On 20 March 2020, a storm tore two piers from the Kell footbridge. "
+        "Because of the damage, the county closed the Kell footbridge on 21 March 2020. "
+        "The closure of the footbridge forced the school to cancel its river fair.",
     ),
-    "recall": (
-        "The SeaGuard recall",
-        "On 9 January 2015, the board ordered HTI to recall every SeaGuard sensor fitted with the LS-7 element. "
-        "The order followed the complaint filed by Fjordlaks on 28 November 2014. "
-        "HTI had to refund each recalled unit by 30 April 2015.",
-    ),
-    "deal": ("Supply deal", "On 14 March 2011, HTI signed a five-year supply agreement with Kvarts."),
+    "ferry": ("Ferry service", "On 1 April 2020, the county started a ferry service while the bridge was shut."),
 }
-Q = "What supplier event led to the 2015 SeaGuard recall?"
+SUBJECT = "the closure of the Kell footbridge in March 2020"
 
 
-def _opts(**kw: object) -> RunOptions:
-    return RunOptions(**{**RESEARCH_SCAFFOLD, **kw})
+def _chunks() -> list[Chunk]:
+    return MemoryBackend(DOCS).chunks
 
 
-def _evidence() -> list[Evidence]:
+def test_the_cause_ranks_above_the_earlier_event_of_the_same_document_and_the_effect():
+    ranking = rank_causes(SUBJECT, _chunks())
+    assert ranking.subject is not None and ranking.subject.date == "2020-03-21"
+    texts = [c.text for c in ranking.causes]
+    assert texts[0] == "the damage" and ranking.causes[0].link == "connective"
+    assert ranking.causes[0].date == ""  # no sentence dates "the damage" by its words: no guess
+    assert ranking.causes[0].event_chunk == "storm#1"
+    assert not any("repainted" in t for t in texts[:1])
+    assert not any("river fair" in t for t in texts)  # the subject's effect is never a cause
+    assert any("river fair" in e.text for e in ranking.effects)
+
+
+def test_an_earlier_event_in_the_same_document_is_not_preferred_to_the_linked_cause():
+    """No episode rule: the repainting is earlier and in the same document, but nothing links it."""
+    ranking = rank_causes(SUBJECT, _chunks())
+    repaint = [c for c in ranking.causes if "repainted" in c.text]
+    assert all(c.score < ranking.causes[0].score for c in repaint)
+    assert all(c.link == "BEFORE" for c in repaint)
+
+
+def test_a_chain_of_causes_is_followed_back_with_a_discount():
+    docs = {
+        "a": ("Plant", "The pump failure led to a shortage of water in Dorle. "
+                       "The pump failed because the spare parts had been sold off in 2019."),
+    }  # fmt: skip
+    causes = rank_causes("the shortage of water in Dorle", MemoryBackend(docs).chunks).causes
+    assert [c.text for c in causes[:2]] == ["The pump failure", "the spare parts had been sold off in 2019"]
+    assert causes[0].depth == 1 and causes[1].depth == 2 and causes[1].score < causes[0].score
+
+
+def test_a_cause_dated_after_the_subject_loses_its_score():
+    docs = {"a": ("Mill", "On 5 May 2018 the mill closed because of the flood of June 2019.\n\n"
+                          "On 4 May 2018 the mill closed for a day because of a power cut.")}  # fmt: skip
+    causes = rank_causes("the mill closed on 5 May 2018", MemoryBackend(docs).chunks).causes
+    flood = next(c for c in causes if "flood" in c.text)
+    assert flood.date == "2019-06-01" and flood.score < 0.5
+
+
+def test_a_causes_edge_of_the_event_graph_links_a_cause_no_sentence_states():
+    link = GraphLink(cause="A pipe burst under Mill Street on 2 June 2021.",
+                     effect="The council closed Mill Street on 3 June 2021.", chunk_id="g#0")  # fmt: skip
+    chunks = [Chunk(chunk_id="g#0", doc_id="g", title="Mill Street", text=f"{link.cause} Traffic moved. {link.effect}")]
+    causes = rank_causes("the closure of Mill Street in June 2021", chunks, [link]).causes
+    assert causes[0].link == "CAUSES" and "pipe burst" in causes[0].text and causes[0].date == "2021-06-02"
+
+
+def test_the_timeline_tool_shows_cited_lines_and_structured_events():
     backend = MemoryBackend(DOCS)
-    return [Evidence(chunk_id=c.chunk_id, doc_id=c.doc_id, title=c.title, text=c.text) for c in backend.chunks]
+    ctx = ToolContext(run=RunState(question="q"), backend=backend, model=ScriptedChatModel([]), options=RunOptions())
+    result = build_registry(ctx).call("timeline", {"subject": SUBJECT, "relation": "causes"})
+    lines = result.content.splitlines()
+    assert lines[1].startswith("subject: [c:storm#1] 2020-03-21")
+    assert lines[2].startswith('1. [c:storm#1] undated the damage (linked by "Because of the damage, the county')
+    assert result.data["events"][0] | {"score": 0} == {
+        "text": "the damage", "date": None, "chunk_id": "storm#1", "score": 0, "link": "connective",
+        "support": "Because of the damage, the county closed the Kell footbridge on 21 March 2020.",
+        "support_chunk": "storm#1", "depth": 1,
+    }  # fmt: skip
+    assert [ev.chunk_id for ev in result.evidence] == ["storm#1", *([] if len(result.evidence) == 1 else ["storm#0"])]
+    bad = build_registry(ctx).call("timeline", {"subject": SUBJECT, "relation": "why"})
+    assert bad.error and "causes" in bad.content  # the valid relations are named
 
 
-def test_the_timeline_holds_the_dated_events_before_the_target_in_time_order():
-    cq = parse_causal(Q)
-    found = find_target(cq, _evidence())
-    assert found is not None
-    target, after = found
-    assert target.start == "2015-01-09" and "recall every SeaGuard" in target.text
-    assert after.startswith("The order followed the complaint")
-    events = timeline(target, _evidence())
-    assert [e.start for e in events] == ["2011-03-14", "2014-02-02", "2014-02-17", "2014-11-28"]
-    # not the target itself, nothing after it, and not a sentence dated only by an earlier thing it names
-    assert not any("refund" in e.text or "warning" in e.text for e in events)
-
-
-def test_a_target_whose_year_the_evidence_contradicts_gives_no_timeline():
-    assert find_target(parse_causal("What supplier event led to the 2016 SeaGuard recall?"), _evidence()) is None
-
-
-def test_the_reader_answers_over_the_timeline_and_the_event_it_names_is_cited():
-    reply = "The supplier event that led to the 2015 SeaGuard recall was a fire in the clean room of Kvarts' plant."
-    model = ScriptedChatModel([], text_replies=[reply])
-    backend = MemoryBackend(DOCS)
-    res = run_agent(Q, AgentDeps(model, backend), _opts())
-    run = res.run
-    call = model.calls[0]
-    assert call["messages"][0].content == ORIGIN_SYSTEM and call["json_schema"] is None
-    user = call["messages"][1].content
-    assert user.index("(14 March 2011)") < user.index("(2 February 2014)") < user.index("(9 January 2015)")
-    assert "refund" not in user and "warning" not in user  # nothing after the target, no year-as-adjective line
-    assert run.answer == "a fire in the clean room of Kvarts' plant"  # the restated question cut off
-    assert run.answer_source == "timeline" and run.status == "answered"
-    assert run.answer_citations == ["fire#0", "recall#0"]  # the event it names, and the target
-    assert run.plan.origin.origin.start == "2014-02-02" and "2 February 2014" in run.stop_reason
-    assert [s.text for s in run.plan.sub_questions] == [
-        "When was the 2015 SeaGuard recall?",
-        "What led to the 2015 SeaGuard recall?",
-    ]
-    assert backend.queries[:2] == [Q, "the 2015 SeaGuard recall"]
-    assert len(model.calls) == 1  # no plan call, no agent turn, no second reading
-    assert "## Findings" in run.report and "a fire in the clean room" in run.report
-    timeline_lines = run.report.split("## Timeline")[1].split("## Findings")[0].strip().splitlines()[2:]
-    assert len(timeline_lines) == 5 and "the answer" in timeline_lines[1] and "asked about" in timeline_lines[4]
-
-
-def test_an_episode_is_answered_from_its_start():
-    """The reader names the emergency contract (17 February 2014); the same report opens with the fire
-    of 2 February 2014 that made it necessary: the fire is the answer, cited and marked."""
-    model = ScriptedChatModel([], text_replies=["HTI signed an emergency supply contract for the LS-7 pressure element"])
-    run = run_agent(Q, AgentDeps(model, MemoryBackend(DOCS)), _opts()).run
-    assert run.answer == "a fire broke out in the clean room of Kvarts' plant"
-    assert run.plan.origin.origin.start == "2014-02-02" and run.answer_citations == ["fire#0", "recall#0"]
-
-
-def test_episode_start_keeps_to_one_document_a_month_and_dated_days():
-    cq = parse_causal(Q)
-    target = find_target(cq, _evidence())[0]
-    events = timeline(target, _evidence())  # 2011-03-14 deal, 2014-02-02 fire, 2014-02-17 contract, 2014-11-28 complaint
-    assert episode_start(events, 2) == 1  # the contract -> the fire, same document, 15 days before
-    assert episode_start(events, 1) == 1 and episode_start(events, 0) == 0  # already the start
-    assert episode_start(events, 3) == 3  # the complaint: another document
-    far = [events[1].model_copy(update={"start": "2013-12-01", "end": "2013-12-01"}), events[2]]
-    assert episode_start(far, 1) == 1  # 78 days before: another episode
-    year = [events[1].model_copy(update={"start": "2014-01-01", "end": "2014-12-31"}), events[2]]
-    assert episode_start(year, 1) == 1  # "in 2014" dates no day of the episode
-    assert clause_of(events[1]) == "a fire broke out in the clean room of Kvarts' plant"
-    assert clause_of(events[0]) == "On 14 March 2011, HTI signed a five-year supply agreement with Kvarts".split(", ", 1)[1]
-
-
-def test_an_answer_that_names_no_event_of_the_timeline_is_not_taken():
-    plan = {"sub_questions": ["What did Kvarts make?", "What did HTI recall?"]}
-    model = ScriptedChatModel([], json_replies=[plan], text_replies=["Nordhav Energy", "the fire"])
-    run = run_agent(Q, AgentDeps(model, MemoryBackend(DOCS)), _opts(max_steps=4)).run
-    assert run.plan.origin is None and run.answer_source != "timeline"
-
-
-def test_no_answer_from_the_timeline_leaves_the_searches_and_the_ordinary_plan_follows():
-    plan = {"sub_questions": ["What did Kvarts make?", "What did HTI recall?"]}
-    model = ScriptedChatModel(
-        [("search", {"query": "Kvarts"})], json_replies=[plan], text_replies=["Insufficient information.", "the fire"]
-    )
-    backend = MemoryBackend(DOCS)
-    run = run_agent(Q, AgentDeps(model, backend), _opts()).run
-    assert model.calls[1]["messages"][0].content == PLAN_SYSTEM
-    assert [s.id for s in run.plan.sub_questions] == [1, 2, 3, 4]
-    assert run.plan.sub_questions[0].evidence and run.plan.origin is None
-    assert run.plan.sub_questions[0].answer == "9 January 2015"  # the target's date, found on the way
-    assert backend.queries.count(Q) == 1
-    assert run.answer == "the fire" and run.answer_source == "reader"
-
-
-def test_origin_questions_take_the_ordinary_path_outside_the_scaffold():
-    assert RunOptions().causal is False
-    plan = {"sub_questions": ["What did Kvarts make?", "What did HTI recall?"]}
-    model = ScriptedChatModel([], json_replies=[plan], text_replies=["x"])
-    run_agent(Q, AgentDeps(model, MemoryBackend(DOCS)), _opts(causal=False, max_steps=3))
-    assert all(c["messages"][0].content != ORIGIN_SYSTEM for c in model.calls)
+def test_the_timeline_tool_says_when_nothing_matches():
+    ctx = ToolContext(run=RunState(question="q"), backend=MemoryBackend(DOCS), model=ScriptedChatModel([]),
+                      options=RunOptions())  # fmt: skip
+    result = build_registry(ctx).call("timeline", {"subject": "the moon landing", "relation": "causes"})
+    assert not result.error and result.data == {"subject": None, "events": []} and "No event matching" in result.content

@@ -1,218 +1,175 @@
-"""The graph driven by a scripted chat model: search -> fold -> unfold -> answer, resume, streaming,
-token accounting with a real tokenizer."""
+"""The agent loop with a scripted model double: every call is the policy's, every tool is reachable in
+one run, invalid calls are answered with the valid choices and the run goes on, an answer citing an
+unseen chunk is refused, nothing runs before the first turn, at the last step only `answer` is offered,
+and the model's answer stands as it wrote it. The real 0.5B model runs in test_ask_e2e.py."""
 
 from __future__ import annotations
 
-import json
+from agent_doubles import ScriptedChatModel
 
-from agent_doubles import ScriptedChatModel, count_text, prompt_text
-
-from agent.graph import AgentDeps, build_graph
-from agent.runner import resume_run, run_agent
+from agent.graph import AgentDeps, AgentGraph
+from agent.runner import run_agent
+from agent.state import RunState
 from eventfold.run_options import RunOptions
 
 Q = "Where was Marie Curie born?"
+OPTS = {"fold_summary": "deterministic", "suggest": False}
+EVERY_TOOL = [
+    ("search", {"query": "Marie Curie born"}),
+    ("read", {"id": "d1#0"}),
+    ("timeline", {"subject": "Marie Curie won the Nobel Prize", "relation": "before"}),
+    ("dates", {"first": "Marie Curie was born", "second": "Pierre Curie was born", "op": "difference"}),
+    ("resolve", {"description": "the husband of Marie Sklodowska"}),
+    ("fold", {"target": "all"}),
+    ("unfold", {"fold_id": "F1"}),
+    ("answer", {"answer": "Warsaw", "citations": ["d1#0"]}),
+]
 
 
-def test_search_fold_unfold_answer(backend, tmp_path):
-    model = ScriptedChatModel(
-        [
-            ("search", {"query": "Marie Curie born"}),
-            ("search", {"query": "Warsaw capital"}),
-            ("fold", {"start_step": 1, "end_step": 2}),
-            ("unfold", {"fold_id": "F1"}),
-            ("answer", {"answer": "Warsaw", "citations": ["d1#0", "c:made-up"]}),
-        ],
-        json_replies=[
-            {
-                "title": "Curie birthplace",
-                "findings": [{"fact": "Marie Curie was born in Warsaw", "chunk_ids": ["d1#0"]}],
-                "open_questions": [],
-            }
-        ],
-    )
-    events: list[dict] = []
-    opts = RunOptions()
-    res = run_agent(Q, AgentDeps(model, backend), opts, runs_dir=tmp_path, on_event=events.append)
-    run = res.run
+def _turns(model: ScriptedChatModel) -> list[dict]:
+    return [c for c in model.calls if c["tools"]]
+
+
+def test_a_scripted_model_reaches_every_tool_in_one_run(backend):
+    model = ScriptedChatModel(list(EVERY_TOOL), json_replies=[{"name": "Pierre Curie"}] * 3)
+    run = run_agent(Q, AgentDeps(model, backend), RunOptions(max_steps=10, **OPTS)).run
+    called = [c.name for s in run.steps for c in s.assistant.tool_calls]
+    assert called == [name for name, _ in EVERY_TOOL]
+    errors = [s.results[0].content for s in run.steps if s.results[0].content.startswith("error")]
+    assert errors == []
+    assert "8 full years" in run.steps[3].results[0].content and run.steps[3].data[0]["years"] == 8
+    assert "name: Pierre Curie" in run.steps[4].results[0].content
+    c = run.counters
+    assert (c.tool_calls, c.distinct_tools, c.folds, c.unfolds, c.guard_folds) == (8, 8, 1, 1, 0)
+    assert run.status == "answered" and run.answer == "Warsaw" and run.answer_source == "model"
+    assert run.answer_citations == ["d1#0"] and all(s.kind == "action" for s in run.steps)
+
+
+def test_nothing_runs_before_the_models_first_call(backend):
+    seen: list[int] = []
+
+    def first(messages):
+        seen.append(len(backend.queries))
+        assert [m.role for m in messages] == ["system", "user", "user"]  # prompt, question, status line
+        return ("search", {"query": "Marie Curie"})
+
+    model = ScriptedChatModel([first, ("answer", {"answer": "Warsaw", "citations": ["d1#0"]})])
+    run = run_agent(Q, AgentDeps(model, backend), RunOptions(**OPTS)).run
+    assert seen == [0] and backend.queries == ["Marie Curie"] and run.steps[0].kind == "action"
+    assert model.calls[0]["tools"] and model.calls[0]["json_schema"] is None  # the first LLM call is the turn
+
+
+def test_invalid_calls_are_answered_with_the_valid_choices_and_the_run_goes_on(backend):
+    model = ScriptedChatModel([
+        "I think the answer is Paris.",  # prose, no call
+        ("fetch_everything", {"q": "x"}),  # a tool that does not exist
+        ("search", {"query": ""}),  # bad arguments
+        ("lookup", {"query": "Marie Curie born"}),  # an alias: repaired to search
+        ("answer", {"answer": "Warsaw", "citations": ["d1#0"]}),
+    ])  # fmt: skip
+    run = run_agent(Q, AgentDeps(model, backend), RunOptions(**OPTS)).run
+    results = [s.results[0].content for s in run.steps]
+    assert run.steps[0].kind == "invalid" and "Reply with one call of: search, timeline, dates, resolve, answer." in results[0]
+    assert "unknown tool 'fetch_everything'; available tools: search, read" in results[1]
+    assert results[2].startswith("error: query is empty")
+    assert results[3].startswith("Results for 'Marie Curie born'")
     assert run.status == "answered" and run.answer == "Warsaw"
-    assert [s.assistant.tool_calls[0].name for s in run.steps] == [
-        "search",
-        "search",
-        "fold",
-        "unfold",
-        "answer",
-    ]
-    assert run.counters.folds == 1 and run.counters.unfolds == 1 and run.counters.guard_folds == 0
-    assert run.memory.folds["F1"].status == "unfolded" and run.memory.folds["F1"].summary_source == "llm"
-    # the model saw the block while folded, and the originals again after the unfold
-    after_fold = model.calls[4]["messages"]  # calls: 2 searches, fold summary (json), fold turn, unfold turn
-    assert any(m.content.startswith("## [F1] steps 1\u20132 \u00b7 Curie birthplace") for m in after_fold)
-    assert not any("[step 1]" in m.content for m in after_fold)
-    after_unfold = model.calls[5]["messages"]
-    assert any(m.content.startswith("[step 1]") for m in after_unfold)
-    # report: the citation resolves to chunk, doc and title; the invented id is dropped
-    assert "**Answer:** Warsaw [c:d1#0]" in res.report
-    assert "- `[c:d1#0]` *Marie Curie* \u00b7 doc `d1`" in res.report and "made-up" not in res.report
-    traj = json.loads(res.trajectory_path.read_text())
-    fold = traj["state"]["memory"]["folds"]["F1"]
-    assert (fold["start"], fold["end"]) == (1, 2) and "originals" not in fold  # the trajectory holds them
-    assert res.report_path.read_text() == res.report
-    kinds = [e["type"] for e in events]
-    assert {"tool_call", "tool_result", "fold", "unfold", "context", "report"} <= set(kinds)
+    c = run.counters
+    assert (c.invalid_turns, c.tool_errors, c.repaired_calls, c.tool_calls) == (1, 2, 1, 4)
 
 
-def test_token_accounting_matches_the_tokenizer(backend):
-    model = ScriptedChatModel([("search", {"query": "Curie"}), ("answer", {"answer": "Warsaw"})])
-    res = run_agent(Q, AgentDeps(model, backend), RunOptions())
-    turns = [c for c in model.calls if c["tools"]]
-    expected = [count_text(prompt_text(c["messages"], c["tools"])) for c in turns]
-    assert res.run.counters.context_samples == expected
-    assert res.run.counters.peak_context_tokens >= max(expected)
-    assert res.run.counters.prompt_tokens == sum(expected)
+def test_an_answer_citing_an_unseen_chunk_is_refused_with_the_valid_ids(backend):
+    model = ScriptedChatModel([
+        ("search", {"query": "Marie Curie born"}),
+        ("answer", {"answer": "Warsaw", "citations": ["d3#7"]}),
+        ("answer", {"answer": "Krakow"}),  # no citation, and no seen chunk holds it
+        ("answer", {"answer": "Warsaw, Poland", "citations": ["c:d1#0"]}),
+    ])  # fmt: skip
+    run = run_agent(Q, AgentDeps(model, backend), RunOptions(**OPTS)).run
+    refused = run.steps[1].results[0].content
+    assert refused.startswith("error: citation d3#7 is not a chunk this run has seen")
+    assert "cite ids from the results: d1#0, d1#1" in refused
+    assert "'Krakow' cites no chunk and no seen chunk contains it" in run.steps[2].results[0].content
+    # the model's own words stand: nothing rewrites the answer
+    assert run.answer == "Warsaw, Poland" and run.answer_citations == ["d1#0"] and run.answer_source == "model"
 
 
-def test_budget_guard_folds_oldest_span_only_on_overflow(backend):
-    script = [
-        ("search", {"query": q}) for q in ["Marie Curie", "Pierre Curie", "Warsaw Poland", "Nobel Prize"]
-    ]
-    model = ScriptedChatModel([*script, ("answer", {"answer": "Warsaw"})])
-    roomy = run_agent(Q, AgentDeps(model, backend), RunOptions(fold_summary="deterministic"))
-    assert roomy.run.counters.guard_folds == 0
-    peak = roomy.run.counters.peak_context_tokens
-    model = ScriptedChatModel([*script, ("answer", {"answer": "Warsaw"})])
-    tight = run_agent(
-        Q,
-        AgentDeps(model, backend),
-        RunOptions(fold_summary="deterministic", context_budget=max(256, peak - 150)),
-    )
-    c = tight.run.counters
-    assert c.guard_folds >= 1 and c.peak_context_tokens < peak
-    first = tight.run.memory.folds["F1"]
-    assert first.origin == "guard" and first.start == 1
-    # no-fold is plain ReAct: no fold tools offered, no guard
-    model = ScriptedChatModel([*script, ("answer", {"answer": "Warsaw"})])
-    react = run_agent(
-        Q, AgentDeps(model, backend), RunOptions(fold=False, context_budget=max(256, peak - 150))
-    )
-    assert react.run.counters.guard_folds == 0
-    assert {t.name for t in model.calls[0]["tools"]} == {"search", "read", "answer"}
+def test_at_the_last_step_only_answer_is_offered(backend):
+    model = ScriptedChatModel([("search", {"query": "Marie Curie born"}), ("search", {"query": "Warsaw"})])
+    run = run_agent(Q, AgentDeps(model, backend), RunOptions(max_steps=2, **OPTS)).run
+    turns = _turns(model)
+    assert "fold" in [t.name for t in turns[0]["tools"]] and [t.name for t in turns[1]["tools"]] == ["answer"]
+    status = [c["messages"][-1].content for c in turns]
+    assert "last step: only answer is offered" in status[1] and "last step" not in status[0]
+    # a backend without a grammar may still call another tool: refused, and the run ends at the cap
+    assert run.steps[1].results[0].content == "error: search is not offered at the last step; only answer is"
+    assert run.status == "forced" and run.stop_reason == "step cap of 2 reached" and run.answer is None
+    assert "**Answer:** (no answer)" in run_agent(Q, AgentDeps(ScriptedChatModel([]), backend),
+                                                  RunOptions(**OPTS)).report  # an LLM failure: no answer made up
 
 
-def test_step_cap_ends_with_the_reader_over_the_evidence(backend):
-    model = ScriptedChatModel([("search", {"query": f"curie {i}"}) for i in range(10)], text_replies=["Warsaw"])
-    res = run_agent(Q, AgentDeps(model, backend), RunOptions(max_steps=3))
-    run = res.run
-    assert run.status == "forced" and run.stop_reason == "step cap of 3 reached"
-    assert run.answer == "Warsaw" and run.answer_source == "reader" and run.answer_citations == ["d1#0"]
-    assert len([s for s in run.steps if s.kind == "action"]) == 3
-    last = model.calls[-1]
-    assert last["max_tokens"] == 64 and not last["tools"] and "Sentences:" in last["messages"][-1].content
+def test_the_status_line_states_facts_and_never_asks_for_a_fold(backend):
+    model = ScriptedChatModel([("search", {"query": "Marie Curie born"}), ("search", {"query": "Warsaw"}),
+                               ("answer", {"answer": "Warsaw", "citations": ["d1#0"]})])  # fmt: skip
+    run_agent(Q, AgentDeps(model, backend), RunOptions(context_budget=1900, **OPTS))
+    status = [c["messages"][-1].content for c in _turns(model)]
+    assert status[0].startswith("[status] step 1 of 12 · context ") and "of 1900 tokens" in status[0]
+    assert "fold targets: all (steps 1-2) · open folds: none" in status[2]
+    assert "queries run (2): marie curie born; warsaw" in status[2]
+    assert "chunks seen (" in status[2] and "d1#0" in status[2]
+    assert not any("call fold" in s.lower() or "next:" in s for s in status)
 
 
-def test_repeated_query_is_refused_then_the_reader_answers(backend):
-    model = ScriptedChatModel([("search", {"query": "Curie!"})] * 6, text_replies=["Warsaw"])
-    res = run_agent(Q, AgentDeps(model, backend), RunOptions(max_repeat_queries=1, max_refusals=3))
-    c = res.run.counters
-    assert c.repeated_queries == 4 and res.run.status == "forced" and res.run.answer == "Warsaw"
-    assert "you already searched" in res.run.steps[2].results[0].content
-    assert len(backend.queries) == 2
+def test_the_model_sees_the_workflow_suggestion_and_the_trajectory_records_if_it_followed(backend):
+    model = ScriptedChatModel([("search", {"query": "Marie Curie"}), ("answer", {"answer": "Warsaw", "citations": ["d1#0"]})])
+    run = run_agent(Q, AgentDeps(model, backend), RunOptions(fold_summary="deterministic")).run
+    status = [c["messages"][-1].content for c in _turns(model)]
+    assert "suggested: search(query='Where was Marie Curie born?')" in status[0]
+    assert "suggested: read(id='d1#0')" in status[1]
+    assert [s.followed for s in run.steps] == [True, False]
+    assert (run.counters.suggestions_shown, run.counters.suggestions_followed) == (2, 1)
 
 
-def test_run_resumes_from_its_checkpoint(backend, tmp_path):
-    # no plan from the model: the question is the plan; its search completes it and the reader answers
-    model = ScriptedChatModel([("search", {"query": "Curie"})], text_replies=["Warsaw"])
-    deps, opts = AgentDeps(model, backend), RunOptions(plan="rules")
-    graph = build_graph(deps, opts, checkpointer=None)
-    assert set(graph.get_graph().nodes) >= {"plan", "agent", "tools", "guard", "finish", "report"}
-    from agent.runner import open_checkpointer
-    from agent.state import RunState
-
-    run = RunState(run_id="r1", question=Q)
-    with open_checkpointer(tmp_path) as saver:
-        g = build_graph(deps, opts, checkpointer=saver)
-        cfg = {"configurable": {"thread_id": "r1"}}
-        g.invoke(run.to_graph(), cfg, interrupt_after=["tools"])  # stop after the first model step
-        assert len(g.get_state(cfg).values["steps"]) == 2  # the plan's opening search, the model's search
-    res = resume_run("r1", deps, opts, tmp_path)
-    assert res.run.answer == "Warsaw" and res.run.answer_source == "reader" and len(res.run.steps) == 3
-    assert (tmp_path / "r1" / "report.md").is_file()
+def test_the_guard_folds_only_on_overflow_and_counts_it(backend):
+    turns = [("search", {"query": q}) for q in ("Marie Curie", "Pierre Curie", "Warsaw river", "Nobel Prize")]
+    model = ScriptedChatModel([*turns, ("answer", {"answer": "Warsaw", "citations": ["d1#0"]})])
+    run = run_agent(Q, AgentDeps(model, backend), RunOptions(context_budget=1700, **OPTS)).run
+    assert run.counters.guard_folds >= 1 and run.counters.folds == 0
+    assert all(f.origin == "guard" for f in run.memory.folds.values())
+    assert run.status == "answered"
 
 
-def test_langgraph_json_points_to_the_graph_factory():
-    import importlib
-    import inspect
-    from pathlib import Path
+def test_the_registry_is_built_once_and_unfold_is_byte_exact(backend, monkeypatch):
+    import agent.graph as graph_mod
 
-    root = Path(__file__).resolve().parents[2]
-    spec = json.loads((root / "langgraph.json").read_text())
-    path, _, attr = spec["graphs"]["eventfold_agent"].partition(":")
-    module = importlib.import_module(path.removeprefix("./").removesuffix(".py").replace("/", "."))
-    factory = getattr(module, attr)
-    assert list(inspect.signature(factory).parameters) == ["config"]
-
-
-def test_guard_spares_a_fold_the_model_just_unfolded(backend):
-    def script():
-        searches = [("search", {"query": q}) for q in ["Marie Curie", "Pierre Curie", "Warsaw Poland"]]
-        return ScriptedChatModel(
-            [
-                *searches,
-                ("fold", {"start_step": 1, "end_step": 3}),
-                ("unfold", {"fold_id": "F1"}),
-                ("answer", {"answer": "Warsaw"}),
-            ]
-        )
-
-    dry = run_agent(
-        Q, AgentDeps(script(), backend), RunOptions(fold_summary="deterministic", context_budget=100_000)
-    )
-    s = dry.run.counters.context_samples
-    budget = max(s[:5]) + 5  # everything fits until the unfold at step 5 brings steps 1-3 back
-    assert s[5] - 30 > budget
-    model = script()
-    res = run_agent(
-        Q, AgentDeps(model, backend), RunOptions(fold_summary="deterministic", context_budget=budget)
-    )
-    folds = res.run.memory.folds
-    assert folds["F1"].status == "unfolded" and folds["F1"].unfolded_at == 5
-    assert res.run.counters.guard_folds >= 1 and all(
-        f.start > 3 for f in folds.values() if f.origin == "guard"
-    )
-    turn_after_unfold = [c for c in model.calls if c["tools"]][5]["messages"]
-    assert any(m.content.startswith("[step 1]") for m in turn_after_unfold)  # the model saw the originals
+    built = []
+    real = graph_mod.build_registry
+    monkeypatch.setattr(graph_mod, "build_registry", lambda *a, **k: built.append(1) or real(*a, **k))
+    model = ScriptedChatModel([("search", {"query": "Marie Curie born"}), ("fold", {"target": "all"}),
+                               ("unfold", {"fold_id": "F1"})])  # fmt: skip
+    run = run_agent(Q, AgentDeps(model, backend), RunOptions(max_steps=4, **OPTS)).run
+    assert len(built) == 1 and run.counters.folds == 1
+    g = AgentGraph(AgentDeps(model, backend), RunOptions(**OPTS))
+    fresh = RunState(question=Q, steps=run.steps[:1], evidence=run.evidence)
+    assert [m.model_dump() for m in g.render(fresh)] == [m.model_dump() for m in g.render(run)][: len(g.render(fresh))]
 
 
-def test_long_report_keeps_only_citations_of_seen_chunks(backend):
-    model = ScriptedChatModel(
-        [
-            ("search", {"query": "Marie Curie born Warsaw"}),
-            ("answer", {"answer": "Warsaw", "citations": ["d1#0"]}),
-        ],
-        text_replies=["Marie Curie was born in Warsaw [c:d1#0], the capital of Poland [c:d3#0] [c:nope]."],
-    )
-    res = run_agent(Q, AgentDeps(model, backend), RunOptions(report_mode="long"))
-    assert "Marie Curie was born in Warsaw [c:d1#0], the capital of Poland [c:d3#0] ." in res.report
-    assert "nope" not in res.report  # a citation of a chunk the run never saw is dropped
+def test_a_single_question_report_fits_one_screen_with_clean_sentences(backend):
+    from agent_doubles import MemoryBackend
 
-
-def test_long_report_leaves_out_sentences_its_sources_do_not_support(backend):
-    written = ("## Birth\nMarie Curie was born in Warsaw [c:d1#0]. The Curie Pension Scheme covers all "
-               "self-employed workers [c:d1#0]. Marie Curie was born in Warsaw in 1901 [c:d1#0].\n"
-               "## Pensions\nIndonesia runs a mandatory pension scheme [c:d3#0].")  # fmt: skip
-    model = ScriptedChatModel(
-        [("search", {"query": "Marie Curie born Warsaw"}), ("answer", {"answer": "Warsaw", "citations": ["d1#0"]})],
-        text_replies=[written],
-    )
-    report = run_agent(Q, AgentDeps(model, backend), RunOptions(report_mode="long")).report
-    assert "## Birth\nMarie Curie was born in Warsaw [c:d1#0]." in report
-    assert "Pension" not in report and "Indonesia" not in report  # the invented sentences and their heading
-    assert "1901" not in report  # a number its source does not state
-    assert "_3 sentence(s) of the written summary left out" in report
-    nothing = ScriptedChatModel(
-        [("search", {"query": "Marie Curie"}), ("answer", {"answer": "Insufficient information."})],
-        text_replies=["Insufficient information."] * 4,
-    )
-    run = run_agent(Q, AgentDeps(nothing, backend), RunOptions(report_mode="long", max_steps=3)).run
-    assert run.evidence and run.answer.startswith("Insufficient")
-    assert not any("Short answer found" in c["messages"][-1].content for c in nothing.calls)  # nothing to write up
+    docs = {"n1": ("NMMB Orders the SeaGuard S2 Recall",
+                   "NMMB Orders the SeaGuard S2 Recall\nDate: 2015-01-09\nOn 9 January 2015, the board ordered the "
+                   "recall of all SeaGuard S2 units. The order was signed by Dagny Solberg.")}  # fmt: skip
+    model = ScriptedChatModel([("search", {"query": "SeaGuard S2 recall"}),
+                               ("answer", {"answer": "9 January 2015", "citations": ["n1#0"]})])  # fmt: skip
+    res = run_agent("When was the SeaGuard S2 recall ordered?", AgentDeps(model, MemoryBackend(docs)), RunOptions(**OPTS))
+    lines = res.report.splitlines()
+    assert len(lines) <= 25
+    assert "- On 9 January 2015, the board ordered the recall of all SeaGuard S2 units. [c:n1#0]" in lines
+    assert not any("Date: 2015" in ln for ln in lines)
+    assert any(ln.startswith("- policy model · 2 tool calls (2 distinct tools") for ln in lines)
+    assert "wall time" in res.report and "## Steps" not in res.report
+    full = run_agent("When was the SeaGuard S2 recall ordered?", AgentDeps(ScriptedChatModel(
+        [("search", {"query": "SeaGuard S2 recall"}), ("answer", {"answer": "9 January 2015", "citations": ["n1#0"]})]),
+        MemoryBackend(docs)), RunOptions(report_mode="full", **OPTS)).report  # fmt: skip
+    assert "## Steps" in full and "## Evidence seen" in full

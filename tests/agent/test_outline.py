@@ -1,7 +1,7 @@
-"""Outlines: in long mode a structured research request (DeepResearch-Bench-style: parts, numbered topics
-with bullets, "First, … Finally, …" paragraphs) is planned as its own requirements, in order, each read
-from its own evidence as a finding and reported as one section; form lines and the blocked-source rule
-are not requirements; a request of questions stays a question briefing."""
+"""Outlines: in long mode a structured research request (parts, numbered topics with bullets, "First, …
+Finally, …" paragraphs) has its own requirements as items, in order, each answered in the loop with a
+finding and reported as one section; form lines and the blocked-source rule are not requirements; a
+request of questions stays a question briefing."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from agent.graph import AgentDeps
 from agent.outline import MAX_REQUIREMENTS, outline_plan, requirements, title
 from agent.runner import run_agent, validate_question
 from eval.longhorizon.tasks import render_request
-from eventfold.run_options import RESEARCH_SCAFFOLD, RunOptions
+from eventfold.run_options import RunOptions
 
 PARAGRAPHS = """Hello, I am studying the Curie family and their scientific careers. Please base it on sources up to 1950.
 
@@ -50,7 +50,7 @@ B) Synthesize the findings. Please specifically analyze:
 
 
 def _opts(**kw: object) -> RunOptions:
-    return RunOptions(**{**RESEARCH_SCAFFOLD, "report_mode": "long", **kw})
+    return RunOptions(**{"report_mode": "long", "fold_summary": "deterministic", "suggest": False, **kw})
 
 
 def test_paragraph_requirements_in_order_without_form_lines_or_the_blocked_rule() -> None:
@@ -99,37 +99,34 @@ def test_long_mode_keeps_a_structured_requests_lines() -> None:
 
 
 def test_a_long_request_is_researched_per_requirement_and_reported_as_findings(backend) -> None:
-    model = ScriptedChatModel(
-        [("answer", {"answer": "done"})],
-        text_replies=["Marie Curie was born in Warsaw in 1867 and Pierre Curie in Paris in 1859.",
-                      "Insufficient information.", "Insufficient information.", "Their collaboration was productive.",
-                      "A summary nobody asked for."],
-    )  # fmt: skip
-    res = run_agent(PARAGRAPHS, AgentDeps(model, backend), _opts(max_steps=6))
+    reqs = requirements(PARAGRAPHS)
+    model = ScriptedChatModel([
+        ("search", {"query": "Marie Curie Pierre Curie born"}),
+        ("answer", {"answer": "Marie Curie was born in Warsaw in 1867 and Pierre Curie in Paris in 1859.",
+                    "citations": ["d1#0", "d2#0"], "item": 1}),
+        *[("answer", {"answer": "Insufficient information", "item": n}) for n in range(2, len(reqs) + 1)],
+    ])  # fmt: skip
+    res = run_agent(PARAGRAPHS, AgentDeps(model, backend), _opts())
     run = res.run
-    assert run.plan.outline and [sq.text for sq in run.plan.sub_questions] == requirements(PARAGRAPHS)
+    assert run.plan.outline and [sq.text for sq in run.plan.sub_questions] == reqs
     assert not [c for c in model.calls if c["json_schema"]]  # no plan call
-    assert set(backend.queries) == set(requirements(PARAGRAPHS))  # each requirement searched in its words
-    readers = [c["messages"] for c in model.calls if not c["tools"]]
-    assert len(readers) == 4 and all(m[-1].content.endswith("Answer in one or two sentences:") for m in readers)
-    first = run.plan.sub_questions[0]
-    assert first.answer.startswith("Marie Curie was born in Warsaw") and first.citations
-    assert run.answer.startswith("1 of 4 requirements answered")  # the fourth's finding only restated it
+    assert backend.queries == ["Marie Curie Pierre Curie born"]  # the policy's searches only
+    status = [c["messages"][-1].content for c in model.calls if c["tools"]]
+    assert f"items: 0 of {len(reqs)} answered" in status[0]
+    assert run.status == "answered" and run.answer == f"{len(reqs)} of {len(reqs)} items answered (one section each)"
     report = res.report
     assert report.startswith("# I am studying the Curie family and their scientific careers.\n")
     assert "not allowed to view" not in report
-    assert "summary nobody asked for" not in report  # the sections are the report: no written summary
     sections = report.split("### ")
-    assert sections[1].startswith(f"1. {first.text}\nFinding: Marie Curie was born in Warsaw")
-    assert "Finding: not found in the evidence\n\n_closest passages found (they do not answer it):_" in sections[2]
+    assert sections[1].startswith(f"1. {reqs[0]}\nFinding: Marie Curie was born in Warsaw in 1867")
 
 
 def test_a_request_of_questions_stays_a_question_briefing_in_long_mode(backend) -> None:
     qs = ["Where was Marie Curie born?", "Where was Pierre Curie born?"]
-    model = ScriptedChatModel([], text_replies=["Warsaw", "Paris"])
-    run = run_agent(render_request(qs), AgentDeps(model, backend), _opts(max_steps=4)).run
+    model = ScriptedChatModel([("answer", {"answer": "yes", "item": 1}), ("answer", {"answer": "no", "item": 2})])
+    run = run_agent(render_request(qs), AgentDeps(model, backend), _opts()).run
     assert run.plan.briefing and not run.plan.outline
-    assert [sq.answer for sq in run.plan.sub_questions] == ["Warsaw", "Paris"]
+    assert [sq.answer for sq in run.plan.sub_questions] == ["yes", "no"]
 
 
 def test_a_finding_must_add_to_its_requirement_from_its_passages() -> None:
@@ -146,12 +143,3 @@ def test_a_finding_must_add_to_its_requirement_from_its_passages() -> None:
                        "Elite Capture: How the wealthy and powerful exploit programs for their own benefit.", game)  # fmt: skip
     assert not adds_to("HTI was founded in Oslo in 1990 by the Crown.", req, p)  # new, but not in the passage
     assert not adds_to("The period from January 2020 to June 2022.", "The period from January 2020 to June 2022", p)
-
-
-def test_a_list_entry_is_read_without_its_items_title(backend) -> None:
-    model = ScriptedChatModel([("answer", {"answer": "done"})], text_replies=["Insufficient information."] * 4)
-    run = run_agent(NESTED, AgentDeps(model, backend), _opts(max_steps=6)).run
-    assert run.plan.sub_questions[1].text.startswith("Institutions — Universities:")  # searched and headed so
-    readers = [c["messages"][-1].content for c in model.calls if not c["tools"]]
-    assert any(r.startswith("Question: Universities: List the universities in Warsaw") for r in readers)
-    assert not any("Institutions —" in r for r in readers)

@@ -1,50 +1,69 @@
-"""A temporal question is planned one side per sub-question and answered from the dated sentences,
-with no model call when the opening searches date both sides; the reader answers when they do not."""
+"""The dates tool: each side dated by the evidence sentence that names it best (seen chunks and its own
+search hits), order and differences computed by code, a missing date reported, never guessed."""
 
 from __future__ import annotations
 
 from agent_doubles import MemoryBackend, ScriptedChatModel
 
-from agent.graph import AgentDeps
-from agent.runner import run_agent
+from agent.state import Evidence, RunState
+from agent.tools import build_registry
+from agent.tools.context import ToolContext
 from eventfold.run_options import RunOptions
 
 DOCS = {
     "a": ("Founding of Nordvik Gauges", "Nordvik Gauges was registered in Bergen on 14 April 2009 by two engineers."),
     "b": ("Tidal Group buys Nordvik", "On 15 October 2020, Tidal Group acquired Nordvik Gauges for EUR 85 million."),
-    "c": ("Nordvik Gauges products", "The firm sold 300 gauges in 2012 and opened a plant in 2015."),
+    "c": ("Nordvik Gauges products", "The firm sold 300 gauges in 2012. It opened a plant in Haugesund in 2015."),
 }
-OPTS = RunOptions(plan="llm", verify_answer=True, auto_search=True)
 
 
-def test_the_dates_answer_without_a_model_call():
-    model = ScriptedChatModel([])
-    q = "How many full years after Nordvik Gauges was founded did Tidal Group acquire it?"
-    res = run_agent(q, AgentDeps(model, MemoryBackend(DOCS)), OPTS)
-    run = res.run
-    assert model.calls == []  # no plan call, no agent step, no reader
-    assert run.answer == "11 years" and run.answer_source == "dates" and run.status == "answered"
-    assert [sq.text for sq in run.plan.sub_questions] == [
-        "When was Nordvik Gauges founded?", "When did Tidal Group acquire Nordvik Gauges?",
-    ]  # fmt: skip
-    assert [sq.answer for sq in run.plan.sub_questions] == ["14 April 2009", "15 October 2020"]
-    assert {run.evidence[c].doc_id for c in run.answer_citations} == {"a", "b"}
-    assert "**Answer:** 11 years" in res.report and "14 April 2009" in res.report
+def _ctx(run: RunState | None = None) -> ToolContext:
+    return ToolContext(run=run or RunState(question="q"), backend=MemoryBackend(DOCS), model=ScriptedChatModel([]),
+                       options=RunOptions())  # fmt: skip
 
 
-def test_order_question_names_the_earlier_side():
-    model = ScriptedChatModel([])
-    q = "Which happened first: the founding of Nordvik Gauges or the Tidal Group acquisition?"
-    run = run_agent(q, AgentDeps(model, MemoryBackend(DOCS)), OPTS).run
-    assert run.answer == "the founding of Nordvik Gauges" and model.calls == []
+def _dates(ctx: ToolContext, **args: str):
+    result = build_registry(ctx).call("dates", args)
+    assert not result.error, result.content
+    return result
 
 
-def test_a_side_without_a_dated_sentence_leaves_the_answer_to_the_reader():
-    docs = {**DOCS, "b": ("Tidal Group buys Nordvik", "Tidal Group later acquired Nordvik Gauges.")}
-    model = ScriptedChatModel([("search", {"query": "Tidal Group acquisition date"})], text_replies=["11 years"])
-    q = "How many full years after Nordvik Gauges was founded did Tidal Group acquire it?"
-    run = run_agent(q, AgentDeps(model, MemoryBackend(docs)), RunOptions(**{**OPTS.model_dump(), "max_steps": 4})).run
-    assert run.answer_source == "reader" and run.answer == "11 years"
-    assert run.plan.sub_questions[0].answer == "14 April 2009"  # the date found is given to the reader
-    reader = [c for c in model.calls if not c["tools"] and c["json_schema"] is None][-1]["messages"][-1].content
-    assert "Found so far:\n- When was Nordvik Gauges founded? 14 April 2009" in reader
+def test_the_difference_in_full_years_and_days_is_computed_from_both_dates():
+    result = _dates(_ctx(), first="Nordvik Gauges was founded", second="Tidal Group acquired Nordvik Gauges",
+                    op="difference")  # fmt: skip
+    data = result.data
+    assert (data["first"]["date"], data["second"]["date"]) == ("2009-04-14", "2020-10-15")
+    assert (data["earlier"], data["years"], data["days"]) == ("first", 11, 4202)
+    assert data["first"]["chunk_id"] == "a#0" and "registered in Bergen" in data["first"]["sentence"]
+    assert "difference: 11 full years, 4202 days" in result.content and "[c:a#0]" in result.content
+    assert [ev.chunk_id for ev in result.evidence] == ["a#0", "b#0"]
+
+
+def test_the_order_names_the_side_that_came_first():
+    result = _dates(_ctx(), first="Tidal Group acquired Nordvik Gauges", second="Nordvik Gauges was founded")
+    assert result.data["earlier"] == "second" and "order: second (Nordvik Gauges was founded) came first" in result.content
+
+
+def test_a_year_gives_years_but_no_days_and_a_missing_date_is_said():
+    coarse = _dates(_ctx(), first="Nordvik opened a plant in Haugesund", second="Tidal Group acquired Nordvik Gauges",
+                    op="difference")  # fmt: skip
+    assert coarse.data["first"]["granularity"] == "year" and coarse.data["days"] is None and coarse.data["years"] == 5
+    missing = _dates(_ctx(), first="the coronation of the harbour king", second="Nordvik Gauges was founded")
+    assert missing.data["first"]["date"] is None and missing.data["earlier"] is None and missing.data["years"] is None
+    assert "no date found" in missing.content and "cannot compare: a date is missing" in missing.content
+
+
+def test_a_seen_chunk_counts_beside_the_sides_own_search():
+    run = RunState(question="q")  # a chunk the run saw (a web result, say) that the index does not hold
+    run.evidence["x#0"] = Evidence(chunk_id="x#0", doc_id="x", title="Letter",
+                                   text="Nordvik Gauges opened its Tromso office on 2 June 2016.", rank=1)  # fmt: skip
+    result = _dates(_ctx(run), first="Nordvik Gauges opened its Tromso office", second="Nordvik Gauges was founded")
+    assert result.data["first"]["chunk_id"] == "x#0" and result.data["first"]["date"] == "2016-06-02"
+    assert result.data["earlier"] == "second"
+
+
+def test_empty_sides_and_unknown_ops_are_refused_with_the_valid_form():
+    registry = build_registry(_ctx())
+    assert registry.call("dates", {"first": " ", "second": "x y"}).error
+    bad = registry.call("dates", {"first": "a b", "second": "c d", "op": "sum"})
+    assert bad.error and "difference" in bad.content

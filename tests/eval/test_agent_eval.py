@@ -34,7 +34,7 @@ def test_multihop_agent_mode_fold_and_nofold(indexed, tmp_path):
         system = AgentSystem(AgentCaller(run_eventfold_agent, settings, stack.retriever, chat, fold=fold))
         summary = run_multihop(ds.select(2), system, tmp_path)
     runs = summary["runs"]
-    assert set(runs) == {"agent", "agent-nofold"}
+    assert set(runs) == {"model", "model-nofold"}
     for run in runs.values():
         assert run["n_errors"] == 0, run
         assert run["by_type"]["inference_query"]["em"] == 1.0
@@ -42,8 +42,37 @@ def test_multihop_agent_mode_fold_and_nofold(indexed, tmp_path):
     import json
 
     rec = json.loads((tmp_path / "results.jsonl").read_text().splitlines()[0])
-    # the plan and the agent's answer turn (no noun here carries a description: no bridge split call)
-    assert rec["stats"]["llm_calls"] == 2 and rec["stats"]["status"] == "answered"
+    # the model's two turns (search, answer), nothing run before its first one; the answer is its own
+    stats = rec["stats"]
+    assert stats["llm_calls"] == 2 and stats["tool_calls"] == 2 and stats["distinct_tools"] == 2
+    assert stats["status"] == "answered" and stats["answer_source"] == "model" and stats["model_answer"] == 1
+    assert stats["policy"] == "model" and stats["invalid_turns"] == 0
+    header = (tmp_path / "table.md").read_text().splitlines()[2]
+    assert all(
+        col in header
+        for col in ("| tool calls |", "| distinct tools |", "| answers by model |", "| unfolds |")
+    )
+
+
+def test_caller_passes_the_policy_and_memory_options_and_names_the_run():
+    seen: list[dict] = []
+
+    def fake_agent(prompt, settings, backend, chat_model, **kw):
+        seen.append(kw)
+        return {"answer": "a", "stats": {"tool_calls": 2}}
+
+    callers = [
+        AgentCaller(fake_agent, None, None, None, policy="workflow"),
+        AgentCaller(fake_agent, None, None, None, fold=False),
+        AgentCaller(fake_agent, None, None, None, unfold=False),
+    ]
+    assert [c.name for c in callers] == ["workflow", "model-nofold", "model-nounfold"]
+    outs = [c("q") for c in callers]
+    assert seen == [
+        {"fold": True, "policy": "workflow"}, {"fold": False, "policy": "model"},
+        {"fold": True, "policy": "model", "unfold": False},
+    ]  # fmt: skip
+    assert outs[0].answer == "a" and outs[0].stats == {"tool_calls": 2}
 
 
 def test_drb_end_to_end_agent_writer_scripted_judge(indexed, tmp_path, fixtures_dir):

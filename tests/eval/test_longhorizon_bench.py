@@ -4,7 +4,6 @@ resumed, and the table pairs them."""
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import re
@@ -13,9 +12,9 @@ from pathlib import Path
 from eval_scripted import ScriptedChat
 
 from agent.graph import AgentDeps
-from eventfold.run_options import RunOptions
 from eval.longhorizon.tasks import CompositeTask, SubQuestion, render_request
 from eventfold.llm.types import Message
+from eventfold.settings import Settings
 from eventrag.schema import Chunk, RetrievalResult, RetrievedChunk
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,14 +60,19 @@ def script(messages: list[Message], json_schema: dict | None):
         return {"sub_questions": ["Who founded Quillon Press?", "Where is the Velora Bridge?"]}
     if messages[0].content.startswith("You write"):  # the long report writer (not run for a briefing)
         return BRIEFING
-    return "Marnis" if "Velora" in messages[-1].content.split("Question:")[-1] else "Harriet Vance"  # the reader
+    return (
+        "Marnis" if "Velora" in messages[-1].content.split("Question:")[-1] else "Harriet Vance"
+    )  # the reader
 
 
 def turns(messages: list[Message]) -> tuple[str, dict]:
-    shown = [cid for m in messages if m.role == "tool" for cid in re.findall(r"\[c:([^\]]+)\]", m.content)]
-    if not shown:
+    """Search once, then answer item 1 and item 2 from what the search showed."""
+    results = [m.content for m in messages if m.role == "tool"]
+    if not results:
         return "search", {"query": "Quillon Press founded Velora Bridge"}
-    return "answer", {"answer": "Harriet Vance", "citations": shown}
+    if not any("Answer to item 1" in r for r in results):
+        return "answer", {"answer": "Harriet Vance", "citations": ["d1#0"], "item": 1}
+    return "answer", {"answer": "Marnis", "citations": ["d2#0", "d3#0"], "item": 2}
 
 
 def load_bench():
@@ -79,7 +83,7 @@ def load_bench():
     return module
 
 
-def test_bench_runs_both_systems_scores_saves_and_resumes(tmp_path):
+def test_bench_runs_every_system_scores_saves_and_resumes(tmp_path):
     bench = load_bench()
     subs = [
         SubQuestion(n=1, qid="a", question="Who founded Quillon Press?", answers=["Harriet Vance"], gold_passage_ids=["d1"]),
@@ -91,34 +95,32 @@ def test_bench_runs_both_systems_scores_saves_and_resumes(tmp_path):
     )  # fmt: skip
     chat = ScriptedChat(script, parse=True, name="scripted", tool_script=turns)
     deps = AgentDeps(model=chat, backend=Backend())
-    common = {
-        "max_steps": 6,
-        "report_mode": "long",
-        "plan": "llm",
-        "context_window": 4096,
-        "context_budget": 2048,
-    }
-    options = {"fold": RunOptions(fold=True, **common), "react": RunOptions(fold=False, **common)}
-    args = argparse.Namespace(max_steps=6, window=4096)
+    args = bench.parse_args(["--window", "4096", "--budget", "2048", "--fold-summary", "deterministic"])
+    assert args.systems == ["fold", "fold-nounfold", "react"] and args.k == [8, 16] and args.cross_refs == 1
+    options = bench.system_options(args, Settings(home=tmp_path), bench.max_steps(args, task))
+    assert options["fold-nounfold"].fold and not options["fold-nounfold"].unfold and not options["react"].fold
+    assert options["fold"].max_steps == 4 * 2 + 4 and options["fold"].policy == "model"
 
-    rows = bench.run_all(args, [task], deps, options, tmp_path)
-    assert [(r["task_id"], r["system"]) for r in rows] == [
-        ("toy-k2-s0-01", "fold"),
-        ("toy-k2-s0-01", "react"),
-    ]
+    rows = bench.run_all(args, [task], deps, lambda t: options, tmp_path)
+    assert [r["system"] for r in rows] == ["fold", "fold-nounfold", "react"]
     for row in rows:
-        assert row["em"] == 1.0 and row["found"] == 1.0 and not row["overflowed"]
+        assert row["em"] == 1.0 and row["found"] == 1.0 and not row["overflowed"], row
+        assert row["f1_plain"] == 1.0 and row["f1_xref"] is None and row["xref_items"] == 0
         assert row["citation_precision"] == 0.75  # 1/1 for the first section, 1/2 for the second
         assert row["peak_ctx"] > 0 and row["wall_s"] > 0
         run_dir = tmp_path / "runs" / row["system"] / task.task_id
         assert "Answer: Marnis" in (run_dir / "report.md").read_text()
         assert json.loads((run_dir / "trajectory.json").read_text())["meta"]["task"] == task.task_id
+    offered = [{t.name for t in c["tools"]} for c in chat.calls if c["tools"]]
+    assert [("fold" in o, "unfold" in o) for o in offered[::3]] == [
+        (True, True),
+        (True, False),
+        (False, False),
+    ]
     calls = len(chat.calls)
-    again = bench.run_all(args, [task], deps, options, tmp_path)  # a rerun skips what is done
-    assert len(chat.calls) == calls and len(again) == 2
-    assert len((tmp_path / "longhorizon.jsonl").read_text().splitlines()) == 2
+    again = bench.run_all(args, [task], deps, lambda t: options, tmp_path)  # a rerun skips what is done
+    assert len(chat.calls) == calls and len(again) == 3
+    assert len((tmp_path / "longhorizon.jsonl").read_text().splitlines()) == 3
     table = bench.render_table(again, "t")
-    assert (
-        "| 2 | fold/unfold | 1 | 1.000 | 1.000 |" in table
-        and "| 2 | ReAct (--no-fold) | 1 | 1.000 |" in table
-    )
+    assert "| 2 | fold/unfold | 1 | 1.000 | 1.000 | 1.000 | – |" in table
+    assert "| 2 | fold, no unfold | 1 | 1.000 |" in table and "| 2 | ReAct (--no-fold) | 1 | 1.000 |" in table

@@ -55,6 +55,9 @@ def test_report_groups_rows_by_the_tool_they_call(tiny, rows) -> None:
     assert tool_names(rows[0]) == [
         "search",
         "read",
+        "timeline",
+        "dates",
+        "resolve",
         "fold",
         "unfold",
         "answer",

@@ -55,7 +55,7 @@ def test_bad_calls_are_tool_errors_and_cost_format(env, tiny_questions) -> None:
     assert env.unfold(fold_id="F9").startswith("error:")
     r = env._reward()
     assert r.correctness == 0.0 and r.format == pytest.approx(-0.3)  # 2 invalid (-0.2) + no answer (-0.1)
-    env.answer(answer="wrong")
+    env.answer(answer="no")  # wrong, and a yes/no answer needs no citation
     assert env.search(query="more").startswith("error: the episode has ended")
 
 
@@ -80,7 +80,8 @@ def test_research_reward_logs_episode_metrics(lexical_backend, tiny_model_dir, t
     envs = [ResearchEnv(lexical_backend, counter) for _ in range(2)]
     for e in envs:
         e.reset(**tiny_questions[0])
-    envs[0].answer(answer="10 January 2020")
+    envs[0].search(query="storm")
+    envs[0].answer(answer="10 January 2020")  # cites the seen chunk that holds it
     logged: dict[str, float] = {}
     rewards = research_reward(environments=envs, log_metric=lambda k, v: logged.__setitem__(k, v))
     assert rewards[0] > rewards[1]

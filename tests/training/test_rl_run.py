@@ -27,7 +27,8 @@ def scripted_policy(text: str, row: int) -> str:
     turn = text.count("<tool_response>")
     path_a = "repairs Riverside Road" in text or (turn == 0 and row % 2 == 0)
     if turn == 0:
-        return _call("search", query="repairs Riverside Road" if path_a else "Riverside Road closure")
+        # A's search names its answer, so the answer it gives rests on a chunk it has seen
+        return _call("search", query=f"repairs Riverside Road storm {gold}" if path_a else "Riverside Road closure")
     script = [_call("fold", start_step=1, end_step=1), _call("answer", answer=gold)] if path_a else [
         _call("answer", answer="Samuel Okafor")]
     return script[turn - 1] if turn - 1 < len(script) else "done<|im_end|>"

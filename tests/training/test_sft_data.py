@@ -113,6 +113,9 @@ def test_good_trajectory_is_accepted_and_rows_mirror_the_turns(counter, lexical_
     assert {t["function"]["name"] for t in json.loads(rows[0]["tools"])} == {
         "search",
         "read",
+        "timeline",
+        "dates",
+        "resolve",
         "fold",
         "unfold",
         "answer",

@@ -15,14 +15,14 @@ Q = [
 
 
 def test_oracle_fills_in_for_rejected_llm_trajectories(tmp_path, counter, lexical_backend) -> None:
-    wrong = ScriptedTeacher(counter, [("search", {"query": "repairs"}), ("answer", {"answer": "Samuel Okafor"})])
+    wrong = ScriptedTeacher(counter, [("search", {"query": "repairs"}), ("answer", {"answer": "Samuel Okafor"})])  # an answer no seen chunk holds is refused: the run ends without one
     from types import SimpleNamespace
 
     ds = SimpleNamespace(examples=[SimpleNamespace(qid="q1", gold_titles=["Riverside Road closure", "repairs led"])])
     plans = oracle_plans(Q, ds)
     assert plans[Q[1].question] == ([Q[1].question], "10 January 2020")  # no titles: the question is the search
     oracle = OracleTeacher(counter, plans)
-    run_fn = agent_run_fn(lexical_backend, RunOptions(max_steps=6, context_budget=2400, fold_summary="deterministic"))
+    run_fn = agent_run_fn(lexical_backend, RunOptions(max_steps=6, context_budget=4000, fold_summary="deterministic"))
     trajs = mixed_trajectories(Q, run_fn, llm=wrong, llm_n=1, oracle=oracle, fill="rejected")
     assert [(t.teacher, t.question_id) for t in trajs] == [
         ("scripted-teacher", "q1"), ("oracle-teacher", "q1"), ("oracle-teacher", "q2")]
@@ -32,7 +32,7 @@ def test_oracle_fills_in_for_rejected_llm_trajectories(tmp_path, counter, lexica
     assert any(t.run.counters.folds for t in trajs[1:])  # the budget is tight: the oracle folds on its own
     m = write_dataset(trajs, tmp_path)
     assert m.per_teacher["scripted-teacher"] == {"trajectories": 1, "accepted": 0, "yield": 0.0,
-                                                 "rejection_reasons": {"wrong answer": 1}}
+                                                 "rejection_reasons": {"no answer": 1}}
     assert m.per_teacher["oracle-teacher"]["trajectories"] == 2
 
 

@@ -38,7 +38,7 @@ def test_sft_rows_carry_the_inference_specs(counter, lexical_backend) -> None:
     want = inference_specs(cfg, counter, lexical_backend)
     rows = trajectory_rows(traj)
     assert rows and all(json.loads(r["tools"]) == want for r in rows)
-    assert [t["function"]["name"] for t in want] == ["search", "read", "fold", "unfold", "answer"]
+    assert [t["function"]["name"] for t in want] == ["search", "read", "timeline", "dates", "resolve", "fold", "unfold", "answer"]
 
 
 def test_env_methods_are_generated_from_the_registry(counter, lexical_backend) -> None:

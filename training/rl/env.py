@@ -98,16 +98,16 @@ class ResearchEnv:
             raise EnvError(f"dataset row has no 'question' (keys: {sorted(row)})")
         self._episodes += 1
         run = RunState(run_id=f"rl-{id(self):x}-{self._episodes}", question=question)
-        # the agent's own opening (plan node: sub-questions per options.plan, the framework's seed search)
-        update = self._graph.plan(run.to_graph())
+        # the agent's own opening: a long task's items (no call runs before the policy's first turn)
+        update = self._graph.begin(run.to_graph())
         self._run = RunState.from_graph(update) if update else run
         self._golds = golds_of(row)
         self._sample_context()
         return self._opening()
 
     def _opening(self) -> str:
-        """What the framework did before the policy's first turn (the seed search), then the status
-        line: appended by TRL to the prompt's last message."""
+        """The steps before the policy's first turn (none: the loop runs no call the policy did not
+        choose), then the status line: appended by TRL to the prompt's last message."""
         run = self.run_state
         parts = [f"\n\n[step {s.n}] {s.kind} search:\n" + "\n".join(m.content for m in s.results) for s in run.steps]
         return "".join(parts) + "\n\n" + self._status()
@@ -125,7 +125,8 @@ class ResearchEnv:
             raise EnvError("call reset() before using a tool")
         if run.status != "running":
             run.counters.tool_errors += 1
-            return f"error: the episode has ended (an answer was given); do not call more tools\n{EPISODE_OVER}"
+            why = "an answer was given" if run.status == "answered" else run.stop_reason
+            return f"error: the episode has ended ({why}); do not call more tools\n{EPISODE_OVER}"
         if len(run.steps) >= self._options.max_steps:
             run.counters.tool_errors += 1
             run.status, run.stop_reason = "forced", f"step cap of {self._options.max_steps} reached"

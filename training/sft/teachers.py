@@ -2,9 +2,9 @@
 mixed with a privileged oracle where the LLM yields too few kept trajectories.
 
 ``OracleTeacher`` is scripted with privileged information (the gold supporting titles and the gold
-answer): it searches each supporting title, folds all completed steps when the status line asks for a
-fold (past ``agent.status.FOLD_CUE`` of the budget: ``fold(target="all")``), then answers (and at the
-last step answers whatever is left). Its trajectories still go through the real agent,
+answer): it searches each supporting title, folds all completed steps once the status line's context
+passes ``FOLD_SHARE`` of the budget (``fold(target="all")``: the status line states the tokens and the
+targets, never asks for a fold), then answers (and at the last step answers whatever is left). Its trajectories still go through the real agent,
 tools and corpus (so the prompts, tool results, fold blocks and status lines are the real ones), and
 its token counts use the student's tokenizer so the budget is in student tokens. It teaches the
 format and *when* to fold, not how to research: that part comes from the LLM's kept trajectories.
@@ -26,7 +26,6 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, Literal
 
-from agent.status import FOLD_CALL
 from eventfold.llm.types import ChatResponse, Message, ToolCall
 from training.sft.data import (
     AcceptConfig,
@@ -38,6 +37,14 @@ from training.sft.data import (
 )
 
 _STEP = re.compile(r"\bstep (\d+) of (\d+)\b")  # the status line's head (agent.prompts.STATUS)
+_CONTEXT = re.compile(r"\bcontext (\d+) of (\d+) tokens\b")
+FOLD_SHARE = 0.6  # the oracle folds past this share of the budget
+
+
+def fold_due(status: str) -> bool:
+    """The status line shows the context past `FOLD_SHARE` of the budget and steps left to fold."""
+    m = _CONTEXT.search(status)
+    return m is not None and int(m.group(1)) > FOLD_SHARE * int(m.group(2)) and "fold targets: all (" in status
 
 
 def _key(text: str) -> str:
@@ -68,7 +75,7 @@ class OracleTeacher:
         last = (m := _STEP.search(status)) is not None and m.group(1) == m.group(2)
         if last:  # the last step: answer with what is there (a fold or search would end without one)
             call = ToolCall(id=f"o{steps}", name="answer", arguments={"answer": gold})
-        elif FOLD_CALL in status:  # the status line asks for a fold: the decision the student must learn
+        elif fold_due(status):  # past the share of the budget: the decision the student must learn
             call = ToolCall(id=f"o{steps}", name="fold", arguments={"target": "all"})
         elif key in self.slips and key not in self._slipped and len(done) == 1:
             self._slipped.add(key)
