@@ -78,8 +78,8 @@ def _times(engine: str, log: list[dict]) -> StepTimes:
 def run_engine(args: argparse.Namespace, engine: str) -> StepTimes:
     from transformers import TrainerCallback
 
-    from training.launch import train_rl
     import training.rl.run as rl_run
+    from training.launch import train_rl
 
     stamps: list[float] = [time.perf_counter()]
 

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import BACKENDS, stack_settings
 
 PEOPLE = ["Ada Brandt", "Olav Kvist", "Sigrid Moe"]

@@ -171,7 +171,6 @@ def attach_llama_rollouts(trainer: Any, model_dir: Path, cache_dir: Path, *, n_c
                 f"modules_to_save {sorted(cfg.modules_to_save)}; drop [lora] modules_to_save"
             )
     base_gguf = export_gguf(model_dir, cache_dir, outtype="q8_0")
-    tok = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
     engine = LoraRolloutEngine(
         base_gguf, model_dir, cache_dir, Path(trainer.args.output_dir) / "rollout_adapters", n_ctx=n_ctx,
         eos_ids=tuple(trainer.eos_token_ids), seed=trainer.args.seed,
