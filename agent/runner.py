@@ -68,8 +68,8 @@ class WatchedModel:
         return response
 
     def stopped_the_run(self, run: RunState) -> str | None:
-        """The failure a forced stop names as its reason (the agent's step call failed for good), if any."""
-        if run.status != "forced" or not run.stop_reason:
+        """The failure a failed run names as its reason (the policy's call of the model failed for good)."""
+        if run.status != "failed" or not run.stop_reason:
             return None
         return next((str(e) for e in self.errors if str(e) and str(e) in run.stop_reason), None)
 
