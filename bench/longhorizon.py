@@ -41,6 +41,7 @@ from rich.progress import (  # noqa: E402
     TimeRemainingColumn,
 )
 
+from agent.briefing import MAX_QUESTIONS  # noqa: E402
 from agent.graph import AgentDeps  # noqa: E402
 from agent.runner import run_agent, save_run  # noqa: E402
 from agent.search_backend import ModeBackend  # noqa: E402
@@ -257,6 +258,12 @@ def select_tasks(args: argparse.Namespace, dataset: QADataset, out: Path) -> lis
         cross_refs=args.cross_refs,
     )
     save_tasks(tasks, out / "tasks.jsonl")
+    longest = max((len(t.sub_questions) for t in tasks), default=0)
+    if longest > MAX_QUESTIONS:  # the items past the cap would be scored as unanswered, not researched
+        raise SystemExit(
+            f"a task holds {longest} items (k + cross-references) but the agent researches at most "
+            f"{MAX_QUESTIONS} items of a briefing (agent.briefing.MAX_QUESTIONS): lower --k or --cross-refs"
+        )
     if args.first is not None:
         tasks = [t for k in dict.fromkeys(args.k) for t in [t for t in tasks if t.k == k][: args.first]]
     return tasks

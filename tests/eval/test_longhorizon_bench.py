@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from eval_scripted import ScriptedChat
 
 from agent.graph import AgentDeps
@@ -124,3 +125,21 @@ def test_bench_runs_every_system_scores_saves_and_resumes(tmp_path):
     table = bench.render_table(again, "t")
     assert "| 2 | fold/unfold | 1 | 1.000 | 1.000 | 1.000 | – |" in table
     assert "| 2 | fold, no unfold | 1 | 1.000 |" in table and "| 2 | ReAct (--no-fold) | 1 | 1.000 |" in table
+
+
+def test_tasks_longer_than_the_agents_briefing_are_refused(tmp_path):
+    from agent.briefing import MAX_QUESTIONS
+    from eval.multihop.schema import Passage, QADataset, QAExample
+
+    bench = load_bench()
+    n = MAX_QUESTIONS + 1
+    ds = QADataset(
+        name="toy",
+        examples=[QAExample(qid=f"q{i}", question=f"Who built tower {i}?", answers=[f"B{i}"], gold_passage_ids=[f"p{i}"]) for i in range(n)],
+        passages=[Passage(passage_id=f"p{i}", title=f"Tower {i}", text=f"B{i} built tower {i}.") for i in range(n)],
+    )  # fmt: skip
+    fits = bench.parse_args(["--k", str(MAX_QUESTIONS), "--tasks-per-k", "1", "--cross-refs", "0"])
+    assert len(bench.select_tasks(fits, ds, tmp_path)[0].sub_questions) == MAX_QUESTIONS
+    too_long = bench.parse_args(["--k", str(n), "--tasks-per-k", "1", "--cross-refs", "0"])
+    with pytest.raises(SystemExit, match=f"a task holds {n} items"):
+        bench.select_tasks(too_long, ds, tmp_path)
