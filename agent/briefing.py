@@ -14,7 +14,7 @@ import re
 
 from agent.plan import Plan, SubQuestion
 
-MAX_QUESTIONS = 12
+MAX_QUESTIONS = 20  # a long-horizon task: 16 questions and their cross-reference items
 NUMBERED = re.compile(r"^\s{0,3}[*_]*(\d{1,2})[*_]*[.)][*_]*\s+(\S.*)$")  # "1. …" on its own line
 INLINE = re.compile(r"(?<!\S)(\d{1,2})[.)]\s+")  # "… 1. Who …? 2. When …?" within one line
 

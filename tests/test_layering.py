@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # rank of each top-level package: a module may import ranks <= its own
 LAYERS = {"eventfold": 0, "eventrag": 1, "agent": 2, "eval": 3, "training": 4, "cli": 5, "app": 5}
 # rank inside eventrag (only compared when both sides are in eventrag)
-EVENTRAG = {"storage": 0, "schema": 1, "dates": 1, "prompts": 1, "embed": 1, "graph_io": 1,
+EVENTRAG = {"storage": 0, "schema": 1, "dates": 1, "connectives": 1, "prompts": 1, "embed": 1, "graph_io": 1,
             "index": 2, "query": 3, "stack": 4}  # fmt: skip
 
 

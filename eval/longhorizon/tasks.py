@@ -29,7 +29,7 @@ from eval.longhorizon.crossref import CROSS_REFERENCE, CrossRef, Item, cross_ref
 from eval.multihop.metrics import normalize_answer
 from eval.multihop.schema import QADataset, QAExample
 
-MIN_K, MAX_K = 2, 20
+MIN_K, MAX_K = 2, 24
 YES_NO = frozenset({"yes", "no"})
 
 REQUEST_TEMPLATE = (

@@ -24,9 +24,9 @@ def test_numbered_questions_are_found_in_the_usual_shapes() -> None:
     assert numbered_questions("Which came first, 1. the war or 2. the peace?") == []  # not one per line
     assert numbered_questions("1. a?\n3. c?\n2. b?") == ["a?", "b?"]  # in order; a gap is not the list
     assert title(render_request(QS)).startswith("Write a briefing that answers the 3 questions")
-    many = briefing_plan("\n".join(f"{i}. Question {i}?" for i in range(1, 15)))
+    many = briefing_plan("\n".join(f"{i}. Question {i}?" for i in range(1, MAX_QUESTIONS + 3)))
     assert many is not None and len(many.sub_questions) == MAX_QUESTIONS and many.briefing
-    assert many.beyond == ["Question 13?", "Question 14?"]
+    assert many.beyond == [f"Question {MAX_QUESTIONS + 1}?", f"Question {MAX_QUESTIONS + 2}?"]
     assert briefing_plan("What supplier event led to the 2015 SeaGuard recall?") is None
 
 

@@ -67,11 +67,10 @@ def test_ask_printers_show_model_text_without_acting_on_it(capsys: pytest.Captur
     from cli.ask import print_event
 
     nasty = f"{CLEAR_AND_RED} {OSC_CLIPBOARD} {C1_CSI} [bold red]x[/]"
-    print_event({"type": "plan", "sub_questions": [nasty]})
+    print_event({"type": "items", "items": [nasty]})
     print_event({"type": "tool_call", "name": "search", "arguments": {"query": nasty}})
     print_event({"type": "tool_result", "content": nasty, "error": False})
     print_event({"type": "invalid", "text": nasty})
-    print_event({"type": "forced_answer", "reason": nasty, "answer": nasty, "source": "reader"})
     out = capsys.readouterr().out
     _no_raw_controls(out)
     assert out.count("␛[2J␛[31mPWNED") == 4 and "[bold red]x[/]" in out
