@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 # No model or dataset hub is reachable: everything loads from local paths.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -28,3 +29,15 @@ def neo4j_uri() -> str:
             pytest.fail(msg)
         pytest.skip(msg)
     return uri
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A CLI run's environment: no EVENTFOLD_* variable of the caller, a fresh home, a wide console (so a
+    message is never wrapped mid-phrase)."""
+    for key in list(os.environ):
+        if key.startswith("EVENTFOLD_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("EVENTFOLD_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "400")
+    return tmp_path / "home"

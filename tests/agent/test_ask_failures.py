@@ -5,7 +5,6 @@ report; no secret in the output. Real CLI, real stores, a real HTTP server on 12
 from __future__ import annotations
 
 import json
-import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -53,15 +52,6 @@ def refusing_server() -> Iterator[int]:
     server.shutdown()
     server.server_close()
 
-
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    for key in list(os.environ):
-        if key.startswith("EVENTFOLD_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("EVENTFOLD_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("COLUMNS", "250")
-    return tmp_path / "home"
 
 
 def _openai(monkeypatch: pytest.MonkeyPatch, url: str) -> None:

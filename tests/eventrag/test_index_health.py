@@ -4,7 +4,6 @@ to be damaged by `retrieve` and `ask` (exit 1, with the command that rebuilds it
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
@@ -21,15 +20,6 @@ QUERY = "Who led the repairs of the pumping station?"
 def out(result) -> str:  # type: ignore[no-untyped-def]
     return " ".join(result.output.split())
 
-
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    for key in list(os.environ):
-        if key.startswith("EVENTFOLD_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("EVENTFOLD_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("COLUMNS", "250")
-    return tmp_path / "home"
 
 
 def _counts(home: Path, index: str) -> dict[str, tuple[int, int]]:

@@ -4,7 +4,6 @@ show ESC / CSI / OSC / BEL / C1 as visible characters. Real stores, the real CLI
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -18,15 +17,6 @@ OSC_CLIPBOARD = "\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07"
 C1_CSI = "\x9b2J"
 RAW = ("\x1b", "\x07", "\x9b", "\x9d")  # what a terminal acts on: ESC, BEL, C1 CSI, C1 OSC
 
-
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    for key in list(os.environ):
-        if key.startswith("EVENTFOLD_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("EVENTFOLD_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("COLUMNS", "400")
-    return tmp_path / "home"
 
 
 def _no_raw_controls(text: str) -> None:
