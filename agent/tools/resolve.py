@@ -74,8 +74,8 @@ def pick_name(ctx: ToolContext, description: str, sentences: Sequence[Sentence],
 
 def make_resolve(ctx: ToolContext) -> Tool:
     def resolve(description: str) -> ToolResult:
-        """Find the name of a described person, place or thing (e.g. "the inspector who signed the recall
-        order"), with the sentence that names it.
+        """Find the name of a person, place or thing the question describes without naming it, with the
+        sentence that names it.
 
         Args:
             description: the description, as the question words it

@@ -95,7 +95,7 @@ def make_timeline(ctx: ToolContext) -> Tool:
         led to it, best evidence first), "before", "after", or "around" (time order).
 
         Args:
-            subject: the event, in a few words (e.g. "the 2015 recall")
+            subject: the event, in a few words from the question
             relation: causes, before, after or around
         """
         if not words(subject):
