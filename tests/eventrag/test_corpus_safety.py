@@ -14,18 +14,9 @@ from conftest import BACKENDS, stack_settings
 
 from eventrag.index.rules_extract import RuleExtractor
 from eventrag.schema import Document
+from tests.eventrag.corpus_files import doc_ids, write_file
 
 MODES = ("naive", "graph", "event", "agentic")
-
-
-def _write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def _doc_ids(st: Any) -> set[str]:
-    return {n.id for n in st.graph.find_nodes("Document", limit=1000)}
 
 
 def _dead_port() -> int:
@@ -37,19 +28,19 @@ def _dead_port() -> int:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_same_file_name_in_two_folders_and_two_corpora_all_kept(make_stack: Any, tmp_path: Path, backend: str) -> None:
     a, b = tmp_path / "one" / "corpus", tmp_path / "two" / "corpus"  # same folder name, different roots
-    _write(a / "x" / "notes.md", "Alba Reed founded the Kestrel Mill in 1881.")
-    _write(a / "y" / "notes.md", "Bram Holt repaired the Kestrel Mill in 1902.")
-    _write(b / "x" / "notes.md", "Cora Wynn sold the Kestrel Mill in 1950.")
+    write_file(a / "x" / "notes.md", "Alba Reed founded the Kestrel Mill in 1881.")
+    write_file(a / "y" / "notes.md", "Bram Holt repaired the Kestrel Mill in 1902.")
+    write_file(b / "x" / "notes.md", "Cora Wynn sold the Kestrel Mill in 1950.")
     st = make_stack(backend, extract="rules")
     s = st.indexer.index_paths([a])
     assert (s.docs_seen, s.docs_indexed) == (2, 2)  # was "2 seen, 1 indexed"
     s2 = st.indexer.index_paths([b])
     assert s2.docs_indexed == 1 and s2.docs_pruned == 0
-    assert _doc_ids(st) == {"corpus/x/notes.md", "corpus/y/notes.md", "corpus~2/x/notes.md"}
+    assert doc_ids(st) == {"corpus/x/notes.md", "corpus/y/notes.md", "corpus~2/x/notes.md"}
     # the first corpus keeps its tag on a re-run (the root is recorded in the index) and nothing is replaced
     again = st.indexer.index_paths([a])
     assert (again.docs_unchanged, again.docs_indexed, again.docs_pruned) == (2, 0, 0)
-    texts = {c.text for d in _doc_ids(st) for c in st.retriever.get_document_chunks(d)}
+    texts = {c.text for d in doc_ids(st) for c in st.retriever.get_document_chunks(d)}
     assert any("Alba" in t for t in texts) and any("Bram" in t for t in texts) and any("Cora" in t for t in texts)
     # one file given alone gets the id it has inside its folder
     one = st.indexer.index_paths([a / "x" / "notes.md"])
@@ -58,15 +49,15 @@ def test_same_file_name_in_two_folders_and_two_corpora_all_kept(make_stack: Any,
 
 def test_prune_removes_deleted_files_and_no_prune_keeps_them(make_stack: Any, tmp_path: Path) -> None:
     corpus = tmp_path / "docs"
-    _write(corpus / "keep.md", "The Varna lighthouse was rebuilt in 1867.")
-    gone = _write(corpus / "gone.md", "Zephyrine Quorble painted the Varna lighthouse in 1901.")
+    write_file(corpus / "keep.md", "The Varna lighthouse was rebuilt in 1867.")
+    gone = write_file(corpus / "gone.md", "Zephyrine Quorble painted the Varna lighthouse in 1901.")
     st = make_stack("embedded", extract="rules")
     st.indexer.index_paths([corpus])
     gone.unlink()
     kept = st.indexer.index_paths([corpus], prune=False)
-    assert kept.docs_pruned == 0 and "docs/gone.md" in _doc_ids(st)
+    assert kept.docs_pruned == 0 and "docs/gone.md" in doc_ids(st)
     s = st.indexer.index_paths([corpus])
-    assert s.docs_pruned == 1 and s.pruned == ["docs/gone.md"] and _doc_ids(st) == {"docs/keep.md"}
+    assert s.docs_pruned == 1 and s.pruned == ["docs/gone.md"] and doc_ids(st) == {"docs/keep.md"}
     for mode in MODES:  # was: still the top hit
         res = st.retriever.retrieve("Zephyrine Quorble painted", mode=mode, top_k=3)
         assert all(c.doc_id == "docs/keep.md" for c in res.chunks), mode
@@ -76,10 +67,10 @@ def test_prune_removes_deleted_files_and_no_prune_keeps_them(make_stack: Any, tm
 def test_a_file_unreadable_this_time_is_skipped_not_pruned(make_stack: Any, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     corpus = tmp_path / "docs"
-    _write(corpus / "a.md", "Ada Lind opened the ferry in 1920.")
-    locked = _write(corpus / "b.md", "Bo Lind closed the ferry in 1930.")
-    _write(corpus / "sub" / "d.md", "Dag Lind rebuilt the ferry in 1935.")
-    emptied = _write(corpus / "e.md", "Eva Lind painted the ferry in 1936.")
+    write_file(corpus / "a.md", "Ada Lind opened the ferry in 1920.")
+    locked = write_file(corpus / "b.md", "Bo Lind closed the ferry in 1930.")
+    write_file(corpus / "sub" / "d.md", "Dag Lind rebuilt the ferry in 1935.")
+    emptied = write_file(corpus / "e.md", "Eva Lind painted the ferry in 1936.")
     st = make_stack("embedded", extract="rules")
     st.indexer.index_paths([corpus])
     real_read, real_scandir = Path.read_bytes, os.scandir
@@ -96,7 +87,7 @@ def test_a_file_unreadable_this_time_is_skipped_not_pruned(make_stack: Any, tmp_
 
     monkeypatch.setattr(Path, "read_bytes", read_bytes)  # root ignores chmod 000: make the OS say no
     monkeypatch.setattr(os, "scandir", scandir)
-    _write(corpus / "c.md", "Cy Lind sold the ferry in 1940.")
+    write_file(corpus / "c.md", "Cy Lind sold the ferry in 1940.")
     emptied.write_text("")
     s = st.indexer.index_paths([corpus])  # was: PermissionError traceback, whole run aborted
     reasons = {Path(x.source).name: x.reason for x in s.skipped}
@@ -104,7 +95,7 @@ def test_a_file_unreadable_this_time_is_skipped_not_pruned(make_stack: Any, tmp_
     assert "folder cannot be read" in reasons["sub"] and "empty" in reasons["e.md"]
     # unreadable file and folder kept; a file that is now empty is no document any more
     assert s.docs_indexed == 1 and s.pruned == ["docs/e.md"]
-    assert _doc_ids(st) == {"docs/a.md", "docs/b.md", "docs/c.md", "docs/sub/d.md"}
+    assert doc_ids(st) == {"docs/a.md", "docs/b.md", "docs/c.md", "docs/sub/d.md"}
     if os.getuid() != 0:  # a real permission error where the OS enforces it
         monkeypatch.undo()
         locked.chmod(0)
@@ -117,11 +108,11 @@ def test_a_file_unreadable_this_time_is_skipped_not_pruned(make_stack: Any, tmp_
 def test_over_long_ids_nul_bytes_and_links_out_of_the_corpus(make_stack: Any, tmp_path: Path) -> None:
     corpus = tmp_path / "docs"
     deep = corpus / ("d" * 200) / ("e" * 200) / ("f" * 150) / "long.md"  # id > 512 characters
-    _write(deep, "Dmitri Oss built the long bridge in 1911.")
-    _write(corpus / "ok.md", "Olga Oss built the short bridge in 1912.")
+    write_file(deep, "Dmitri Oss built the long bridge in 1911.")
+    write_file(corpus / "ok.md", "Olga Oss built the short bridge in 1912.")
     (corpus / "nul.txt").write_bytes(b"Nils Oss built the stone bridge in 1913. " * 250 + b"\x00tail\x00 words.")
-    _write(corpus / "rec.jsonl", '{"id": "r1", "title": "T\\u0000", "text": "Rita Oss built a \\u0000ferry in 1914."}\n')
-    secret = _write(tmp_path / "outside" / "secret.md", "The vault code is 4242.")
+    write_file(corpus / "rec.jsonl", '{"id": "r1", "title": "T\\u0000", "text": "Rita Oss built a \\u0000ferry in 1914."}\n')
+    secret = write_file(tmp_path / "outside" / "secret.md", "The vault code is 4242.")
     (corpus / "link.md").symlink_to(secret)
     (corpus / "linkdir").symlink_to(secret.parent, target_is_directory=True)
     (corpus / "inside.md").symlink_to(corpus / "ok.md")
@@ -130,7 +121,7 @@ def test_over_long_ids_nul_bytes_and_links_out_of_the_corpus(make_stack: Any, tm
     reasons = {Path(x.source).name: x.reason for x in s.skipped}
     assert "outside the corpus root" in reasons["link.md"] and "outside the corpus root" in reasons["linkdir"]
     assert any("cannot be stored" in r and "512" in r for r in reasons.values())
-    ids = _doc_ids(st)
+    ids = doc_ids(st)
     assert ids == {"docs/ok.md", "docs/nul.txt", "docs/rec.jsonl#r1", "docs/inside.md"}
     texts = [n.props["text"] for n in st.graph.find_nodes("Chunk", limit=100)]
     assert texts and not any("\x00" in t for t in texts) and any("tail words" in t for t in texts)
@@ -225,5 +216,5 @@ def test_index_names_that_differ_only_by_punctuation_keep_their_own_neo4j_namesp
     first.indexer.index_documents([Document(doc_id="a", text="Ana Vell met Tom Roe in Graz in 1999.")])
     second.indexer.index_documents([Document(doc_id="b", text="Bea Vell met Tim Roe in Linz in 2001.")])
     # was: one namespace, the second index purged the first
-    assert _doc_ids(first) == {"a"} and _doc_ids(second) == {"b"}
+    assert doc_ids(first) == {"a"} and doc_ids(second) == {"b"}
     assert first.graph.count()[0] > 0 and second.graph.count()[0] > 0

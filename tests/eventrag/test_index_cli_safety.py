@@ -24,16 +24,6 @@ def _dead_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    for key in list(os.environ):
-        if key.startswith("EVENTFOLD_"):
-            monkeypatch.delenv(key)
-    home = tmp_path / "home"
-    monkeypatch.setenv("EVENTFOLD_HOME", str(home))
-    monkeypatch.setenv("COLUMNS", "250")
-    return home
-
 
 def test_markup_in_documents_and_names_and_a_dead_llm(env: Path, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:

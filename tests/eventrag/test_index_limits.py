@@ -5,7 +5,6 @@ finishes the job. Real stores; the full disk is simulated by making one store wr
 from __future__ import annotations
 
 import errno
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -16,17 +15,6 @@ from typer.testing import CliRunner
 from app import app
 from eventrag.storage.graph_sqlite import SqliteGraphStore
 from eventrag.storage.vector_milvus import MilvusVectorStore
-
-
-@pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    for key in list(os.environ):
-        if key.startswith("EVENTFOLD_"):
-            monkeypatch.delenv(key)
-    home = tmp_path / "home"
-    monkeypatch.setenv("EVENTFOLD_HOME", str(home))
-    monkeypatch.setenv("COLUMNS", "250")
-    return home
 
 
 def _corpus(tmp_path: Path) -> Path:
