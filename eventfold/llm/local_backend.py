@@ -7,7 +7,10 @@
 - `json_schema`: the reply is decoded under that schema's grammar; `parsed` holds the object.
 - KV-cache reuse: one `Llama` per backend object; llama.cpp keeps the evaluated tokens and only
   evaluates the part of a new prompt after the longest common prefix, so an agent's growing
-  trajectory costs only its new tokens. The tool list in the system prompt is one fixed line per
+  trajectory costs only its new tokens. A tool's own call in between (a reader, a fold summary) would
+  replace that state, so the states after each call are also kept in RAM (`LlamaRAMCache`,
+  `state_cache_mb`): the agent's next turn restores the longest cached prefix instead of re-evaluating
+  its whole trajectory. The tool list in the system prompt is one fixed line per
   tool (the grammar carries the argument schemas and the currently valid values), so it never breaks
   the prefix. `Usage.evaluated_prompt_tokens` says how many prompt tokens were really evaluated.
   A lock serialises calls (a `Llama` is not thread-safe).
@@ -52,6 +55,7 @@ class LlamaCppChatModel:
         seed: int | None = 0,
         think: bool = False,
         name: str | None = None,
+        state_cache_mb: int = 2048,
     ) -> None:
         path = Path(model_path)
         if not path.is_file():
@@ -78,6 +82,10 @@ class LlamaCppChatModel:
             seed=seed if seed is not None else 0xFFFFFFFF,
             verbose=False,
         )
+        if state_cache_mb > 0:
+            from llama_cpp.llama_cache import LlamaRAMCache
+
+            self._llm.set_cache(LlamaRAMCache(capacity_bytes=state_cache_mb << 20))
         self.load_time_s = time.perf_counter() - started
         self.n_ctx = n_ctx
         self.n_threads = threads
