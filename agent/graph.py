@@ -93,9 +93,13 @@ class AgentGraph:
         return self.registry.specs()
 
     def offered(self, run: RunState) -> list[ToolSpec]:
-        """The specs of this turn: all tools, or at the last step `answer` alone."""
+        """The specs of this turn: all tools; at the last step every tool but `answer` is marked
+        unavailable (the grammar admits `answer` alone while the prompt's tool list, and so the cached
+        prefix, stays the same)."""
         specs = self.tool_specs(run)
-        return [s for s in specs if s.name == "answer"] if self.last_step(run) else specs
+        if not self.last_step(run):
+            return specs
+        return [s if s.name == "answer" else s.model_copy(update={"available": False}) for s in specs]
 
     def cap(self, run: RunState) -> int:
         """The step cap: `max_steps`, raised for a long task to `ITEM_STEPS` per item (each item needs

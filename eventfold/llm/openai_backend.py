@@ -124,7 +124,8 @@ class OpenAIChatModel:
         if stop:
             kwargs["stop"] = stop
         if tools and tool_choice != "none":
-            kwargs["tools"] = [t.to_openai() for t in tools]
+            # a tool with no valid call now (`available` False) is not sent: the API has no grammar to hold it
+            kwargs["tools"] = [t.to_openai() for t in ([t for t in tools if t.available] or tools)]
             kwargs["tool_choice"] = tool_choice
         if json_schema is None:
             raw = self._request({**kwargs, "messages": wire})

@@ -98,7 +98,13 @@ def test_at_the_last_step_only_answer_is_offered(backend):
     model = ScriptedChatModel([("search", {"query": "Marie Curie born"}), ("search", {"query": "Warsaw"})])
     run = run_agent(Q, AgentDeps(model, backend), RunOptions(max_steps=2, **OPTS)).run
     turns = _turns(model)
-    assert "fold" in [t.name for t in turns[0]["tools"]] and [t.name for t in turns[1]["tools"]] == ["answer"]
+    assert "fold" in [t.name for t in turns[0]["tools"]]
+    # before the last step only tools with nothing to act on yet (no chunk seen, nothing folded) are off
+    assert [t.name for t in turns[0]["tools"] if not t.available] == ["read", "fold", "unfold"]
+    # the last turn keeps every spec (the prompt's tool list, and so the cached prefix, stays the same);
+    # only answer is available to the grammar
+    assert [t.name for t in turns[1]["tools"]] == [t.name for t in turns[0]["tools"]]
+    assert [t.name for t in turns[1]["tools"] if t.available] == ["answer"]
     status = [c["messages"][-1].content for c in turns]
     assert "last step: only answer is offered" in status[1] and "last step" not in status[0]
     # a backend without a grammar may still call another tool: refused, and the run ends at the cap
