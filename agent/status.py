@@ -1,8 +1,8 @@
 """The status line: everything about the run that changes from turn to turn, in one user message at
 the end of the prompt (the fixed prefix before it stays cached).
 
-Facts only: the step of the cap, context tokens of the budget, a long task's items and which are
-answered, what can be folded and unfolded (by the names the tools accept), the queries run, the chunk
+Facts only: the step of the cap, context tokens of the budget, the question (a long task: its items
+and which are answered), what can be folded and unfolded (by the names the tools accept), the queries run, the chunk
 ids seen, and — when the model policy is shown one — the workflow policy's suggested next call. It
 never tells the policy to fold: when to fold and unfold is the policy's decision (the budget guard
 folds only on overflow)."""
@@ -19,6 +19,7 @@ from eventfold.run_options import RunOptions
 SHOWN_QUERIES = 4
 SHOWN_CHUNKS = 10
 ITEM_CHARS = 60  # an item other than the first open one is shown by its opening words
+QUESTION_CHARS = 300
 
 
 def item_lines(run: RunState) -> list[str]:
@@ -41,6 +42,8 @@ def status_line(
     cap = max_steps or options.max_steps
     lines = [prompts.STATUS.format(step=run.next_step, max_steps=cap, tokens=tokens, budget=options.context_budget)]
     items = run.plan.sub_questions
+    if not items:  # a small model reading its results loses the question: it is restated last, with the facts
+        lines.append(f"question: {neutralize(snippet(run.question, QUESTION_CHARS))}")
     if items:
         done = sum(sq.done for sq in items)
         lines += [f"items: {done} of {len(items)} answered", *item_lines(run)]
