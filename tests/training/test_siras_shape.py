@@ -302,3 +302,19 @@ def test_shape_batch_permutation_equivariant_bit_for_bit(seed) -> None:
     for gi, p in enumerate(perms):
         for i, j in enumerate(p):
             assert torch.equal(got[len(grps) - 1 - gi][i], want[gi][j])
+
+
+@settings(max_examples=50, deadline=None)
+@given(groups())
+def test_without_gate_or_hybrid_chunking_logprobs_change_nothing(gc) -> None:
+    """`reads_logprobs` is False exactly when shaping ignores the log-probs: the trainer then skips the
+    forward pass that computes them, so the shaped advantages must not depend on them."""
+    g, cfg = gc
+    blind = SiblingGroup(g.token_ids, g.rewards, g.advantages, None)
+    with_lp, _ = shape_batch([g], cfg, markers())
+    without_lp, _ = shape_batch([blind], cfg, markers())
+    if not cfg.reads_logprobs:
+        for a, b in zip(with_lp[0], without_lp[0], strict=True):
+            assert torch.equal(a, b)
+    assert cfg.reads_logprobs == (cfg.gate or cfg.chunking == "hybrid")
+    assert SirasConfig().reads_logprobs and not SirasConfig(gate=False, chunking="structure").reads_logprobs

@@ -106,7 +106,7 @@ class SirasGRPOTrainer(GRPOTrainer):
         if not self.model.training or self._siras_rewards is None:
             return out
         start = time.perf_counter()
-        needs_lp = self.advantage_name != "grpo" and self.siras_config.enabled
+        needs_lp = self.advantage_name != "grpo" and self.siras_config.enabled and self.siras_config.reads_logprobs
         logps, entropy = self._siras_logps(out) if needs_lp else (None, None)
         mid = time.perf_counter()
         shaped, stats = self._siras_shape(out, logps)

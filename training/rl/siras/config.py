@@ -114,3 +114,9 @@ class SirasConfig(BaseModel):
         if list(self.surprise_bins) != sorted(self.surprise_bins) or any(b <= 0 for b in self.surprise_bins):
             raise ValueError(f"surprise_bins must be positive and increasing (got {self.surprise_bins})")
         return self
+
+    @property
+    def reads_logprobs(self) -> bool:
+        """Whether shaping reads token surprise: only the JS gate and hybrid chunking do, so without them
+        the trainer skips the extra no-grad forward pass that would compute the log-probs."""
+        return self.gate or self.chunking == "hybrid"
