@@ -78,19 +78,25 @@ def test_grpo_step_with_lora_real_rollouts(tmp_path, student_dir, lexical_backen
         "model": {"packaged": NAME}, "output_dir": str(tmp_path / "rl"), "questions": {"path": str(tmp_path)},
         "env": {"run": {"context_budget": 1500, "max_steps": 2, "search_top_k": 1, "result_chars": 120},
                 "reward": {"context_budget": 1500}},
-        "grpo": {"num_generations": 2, "per_device_train_batch_size": 4, "max_steps": 1, "learning_rate": 1e-3,
+        "grpo": {"num_generations": 2, "per_device_train_batch_size": 2, "max_steps": 1, "learning_rate": 1e-3,
                  "max_completion_length": 48, "max_tool_calling_iterations": 1, "temperature": 1.0},
         # adapters on the last two layers only: the backward pass stops there (CPU time)
         "lora": {"enabled": True, "r": 4, "alpha": 8, "layers": [22, 23]},
         # a first batch whose groups are all degenerate still trains (SIRAS residuals need an s_batch);
         # structural chunks and no surprise gate: no extra log-prob forward pass
         "advantage": {"method": "siras", "siras": {"s_batch_fallback": 0.5, "chunking": "structure", "gate": False}},
+        # rollouts through llama.cpp with the step's adapter, as RL runs on CPU (Hugging Face generate
+        # samples the 0.5B at a few tokens/s)
+        "launch": {"rollout": "llama_cpp"},
     })  # fmt: skip
-    qs = [TrainingQuestion(id=q["id"], question=q["question"], golds=[q["answer"]]) for q in tiny_questions[:2]]
+    qs = [TrainingQuestion(id=q["id"], question=q["question"], golds=[q["answer"]]) for q in tiny_questions[:1]]
     trainer = build_rl_trainer(cfg, qs, lexical_backend)
     before = _lora_params(trainer.model)
     assert before
-    trainer.train()
+    try:
+        trainer.train()
+    finally:
+        trainer.rollout_engine.close()
     after = _lora_params(trainer.model)
     step = next(x for x in trainer.state.log_history if "reward" in x)
     assert math.isfinite(step["loss"])
