@@ -8,7 +8,8 @@
   are narrowed to the values valid now; at the last step only `answer` is offered. A turn without a
   usable call is an "invalid" step answered with the valid tools, and the run goes on.
 - tools: runs the calls through the run's registry (built once per run) and appends the step with its
-  results, their data, the evidence they showed and whether the policy followed the suggestion.
+  results, their data, the evidence they showed, whether the policy followed the suggestion, the status
+  line's tokens and (shown or, with `trace_workflow`, not) the workflow policy's call at that turn.
 - guard: the budget guard. With folding on, if the rendered context exceeds the budget it folds the
   oldest unfolded span (never the newest `keep_recent_steps`), counted as a guard fold.
 - report: the Markdown report (`agent.report`).

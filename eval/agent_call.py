@@ -1,7 +1,8 @@
 """One way for every eval to call the research agent and read what it returns.
 
 `run_eventfold_agent(question, settings, backend, chat_model, fold=..., policy=...)` drives
-`agent.runner.run_agent` and flattens its result into {answer, report, citations, retrieved, stats};
+`agent.runner.run_agent` and flattens its result into {answer, report, citations, retrieved, stats}
+(`stats["trace"]`: the run's decision trace, `eval.decisions.trace`);
 `AgentCaller` accepts any function of that shape (a test double, another agent) and reads its result
 defensively (attributes or dict keys).
 
