@@ -8,7 +8,8 @@
   are narrowed to the values valid now; at the last step only `answer` is offered. A turn without a
   usable call is an "invalid" step answered with the valid tools, and the run goes on.
 - tools: runs the calls through the run's registry (built once per run) and appends the step with its
-  results, their data, the evidence they showed and whether the policy followed the suggestion.
+  results, their data, the evidence they showed, whether the policy followed the suggestion, the status
+  line's tokens and (shown or, with `trace_workflow`, not) the workflow policy's call at that turn.
 - guard: the budget guard. With folding on, if the rendered context exceeds the budget it folds the
   oldest unfolded span (never the newest `keep_recent_steps`), counted as a guard fold.
 - report: the Markdown report (`agent.report`).
@@ -137,11 +138,19 @@ class AgentGraph:
             return None
         return call_text(self.workflow.suggest(run))
 
+    def workflow_call(self, run: RunState, suggestion: str | None) -> str | None:
+        """The workflow policy's next call for the step's record: the suggestion when one is shown, else
+        computed only with `trace_workflow` (at the last step: answer, the one call on offer)."""
+        if suggestion or not self.options.trace_workflow:
+            return suggestion
+        return "answer" if self.last_step(run) else call_text(self.workflow.suggest(run))
+
     def prompt(self, run: RunState, specs: list[ToolSpec], suggestion: str | None) -> list[Message]:
         """The rendered context plus the status line; its tokens are the run's context samples."""
         messages = self.render(run)
         base = self.deps.model.count_message_tokens(messages, specs)
         status = status_line(run, self.options, base, suggestion, max_steps=self.cap(run))
+        run.status_tokens = base
         messages.append(Message(role="user", content=status))
         tokens = self.deps.model.count_message_tokens(messages, specs)
         c = run.counters
@@ -158,6 +167,7 @@ class AgentGraph:
         run.policy = self.policy.name
         specs = self.offered(run)
         suggestion = self.suggestion(run)
+        run.workflow_call = self.workflow_call(run, suggestion)
         messages = self.prompt(run, specs, suggestion)
         try:
             turn = self.policy.next_call(run, specs, PolicyContext(self.deps.model, self.options, self.ctx(run), messages))
@@ -176,10 +186,11 @@ class AgentGraph:
         error = prompts.INVALID_TURN.format(tools=", ".join(s.name for s in specs if s.available))
         run.steps.append(Step(n=run.next_step, kind="invalid", assistant=Message(role="assistant", content=turn.text[:500]),
                               results=[Message(role="user", content=error)], suggested=suggestion,
-                              followed=False if suggestion else None))  # fmt: skip
+                              followed=False if suggestion else None, workflow_call=run.workflow_call,
+                              status_tokens=run.status_tokens))  # fmt: skip
         self._count_suggestion(run, suggestion, followed=False)
         _emit({"type": "invalid", "step": len(run.steps), "text": turn.text[:200]})
-        run.pending = []
+        run.pending, run.workflow_call, run.status_tokens = [], None, None
         self._check_cap(run)
 
     def tools(self, state: AgentState) -> dict[str, Any]:
@@ -197,7 +208,7 @@ class AgentGraph:
             if out.final:
                 self._answered(run, out)
         self._record(run, assistant, done, run.suggestion)
-        run.pending, run.suggestion = [], None
+        run.pending, run.suggestion, run.workflow_call, run.status_tokens = [], None, None, None
         self._check_cap(run)
         return run.to_graph()
 
@@ -244,7 +255,8 @@ class AgentGraph:
         names = [c.name for c, _ in done]
         followed = bool(suggestion) and bool(names) and names[0] == suggestion.split("(")[0]  # type: ignore[union-attr]
         run.steps.append(Step(n=run.next_step, assistant=assistant, results=results, chunk_ids=chunk_ids, data=data,
-                              suggested=suggestion, followed=followed if suggestion else None))  # fmt: skip
+                              suggested=suggestion, followed=followed if suggestion else None,
+                              workflow_call=run.workflow_call, status_tokens=run.status_tokens))  # fmt: skip
         self._count_suggestion(run, suggestion, followed)
         run.counters.distinct_tools = len({c.name for s in run.steps if s.kind == "action" for c in s.assistant.tool_calls})
 

@@ -78,6 +78,8 @@ class RunState(BaseModel):
     stop_reason: str = ""
     pending: list[Message] = Field(default_factory=list)  # the assistant turn awaiting its tool results
     suggestion: str | None = None  # the call suggested at the pending turn (its text), if any
+    workflow_call: str | None = None  # the workflow policy's next call at the pending turn, when computed
+    status_tokens: int | None = None  # the context tokens the pending turn's status line stated
 
     @property
     def next_step(self) -> int:
@@ -112,3 +114,5 @@ class AgentState(TypedDict, total=False):
     stop_reason: str
     pending: list[dict[str, Any]]
     suggestion: str | None
+    workflow_call: str | None
+    status_tokens: int | None

@@ -16,7 +16,8 @@ folder `examples/<name>/` holding a questions.jsonl (over its corpus/ folder, el
 `--set name=corpus_dir,questions_file`. Per set, `<out>/<set>/` gets results.jsonl (a rerun skips the
 questions already answered), summary.json, table.md (the systems side by side, the load average) and
 by_type.md (per question type, the model policy's gap to the workflow policy); `<out>/agent.md` collects
-them.
+them. After each set's table comes its decision table (`eval.decisions`): the model policy's steps record
+the workflow policy's call at each turn unless `--no-trace`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ sys.path.insert(0, str(ROOT))
 from eval.agent_call import AgentCaller, run_eventfold_agent  # noqa: E402
 from eval.agent_table import render_by_type, render_table  # noqa: E402
 from eval.bundled_data import DATA_DIR  # noqa: E402
+from eval.decisions.table import render_decisions  # noqa: E402
+from eval.decisions.trace import traces_from_rows  # noqa: E402
 from eval.local_sets import SHARED_SETS, SetError, load_set, local_sets, parse_set  # noqa: E402
 from eval.multihop.corpus_index import open_indexed_stack  # noqa: E402
 from eval.multihop.runner import run_multihop, store_for, summarize  # noqa: E402
@@ -52,11 +55,13 @@ def set_names(spec: str, extra: dict[str, tuple[Path, Path]]) -> list[str]:
     return [s.strip() for s in spec.split(",") if s.strip()]
 
 
-def make_system(name: str, retriever: Any, chat: Any, settings: Settings) -> QASystem:
+def make_system(name: str, retriever: Any, chat: Any, settings: Settings, trace: bool = True) -> QASystem:
+    """A system by name; the model policy's steps record the workflow policy's call when `trace`."""
     if name in ("naive", "event"):
         return RetrieveAndRead(retriever, name, chat, top_k=10, read_k=10)  # type: ignore[arg-type]
     policy, fold = AGENTS[name]
-    return AgentSystem(AgentCaller(run_eventfold_agent, settings, retriever, chat, fold=fold, policy=policy))
+    return AgentSystem(AgentCaller(run_eventfold_agent, settings, retriever, chat, fold=fold, policy=policy,
+                                   trace_workflow=trace and policy == "model"))  # fmt: skip
 
 
 def load() -> str:
@@ -95,6 +100,9 @@ def write_tables(name: str, out_dir: Path, done: list[str], note: str, systems: 
     summarize(out_dir, qids=set(done))
     records = [r for r in store_for(out_dir).records() if r.get("qid") in set(done)]
     table = f"## {name}\n\n{render_table(records, systems)}\n{note}\n"
+    decisions = render_decisions(traces_from_rows(records), systems)
+    if decisions:
+        table += f"\n### {name}: decisions against the workflow policy\n\n{decisions}"
     by_type = f"## {name} by question type\n\n{render_by_type(records, systems)}"
     (out_dir / "table.md").write_text(table, encoding="utf-8")
     (out_dir / "by_type.md").write_text(by_type, encoding="utf-8")
@@ -107,7 +115,7 @@ def run_set(name: str, args: argparse.Namespace, settings: Settings, chat: Any) 
     stack, summary = open_indexed_stack(settings, full, full.passages, extract="rules", chat_model=None)
     print(f"[{name}] index ready ({len(full.passages)} passages): {str(summary)[:200]}", flush=True)
     try:
-        systems = [make_system(s, stack.retriever, chat, settings) for s in args.systems]
+        systems = [make_system(s, stack.retriever, chat, settings, not args.no_trace) for s in args.systems]
         done = run_batches(name, full, systems, args)
     finally:
         stack.close()
@@ -129,6 +137,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--data-dir", type=Path, default=DATA_DIR, help="holds multihop/<set>_train100")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "agent")
+    ap.add_argument("--no-trace", action="store_true",
+                    help="the model policy's steps do not record the workflow policy's call (no agreement measures)")
     ap.add_argument("--minutes", type=float, default=0.0, help="stop starting new batches after this long")
     ap.add_argument(
         "--home", type=Path, default=None, help="EVENTFOLD_HOME for the indexes (default: settings)"

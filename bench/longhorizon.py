@@ -15,7 +15,8 @@ Runs unchanged against an OpenAI-compatible server: set EVENTFOLD_LLM__BACKEND=o
 EVENTFOLD_LLM__BASE_URL=..., EVENTFOLD_LLM__MODEL=... and leave out --model (--window is then the
 server model's window, used to count overflows). Output in --out: tasks.jsonl (the tasks built),
 longhorizon.jsonl (one row per task and system; a rerun skips what is there), runs/<system>/<task>/
-(report.md, trajectory.json) and longhorizon.md (the table, with the load average).
+(report.md, trajectory.json) and longhorizon.md (the table, with the load average, then the decision
+table of `eval.decisions`; the model policy's steps record the workflow policy's call unless `--no-trace`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ from agent.graph import AgentDeps  # noqa: E402
 from agent.runner import run_agent, save_run  # noqa: E402
 from agent.search_backend import ModeBackend  # noqa: E402
 from eval.bundled_data import DATA_DIR  # noqa: E402
+from eval.decisions.table import render_decisions  # noqa: E402
+from eval.decisions.trace import traces_from_rows  # noqa: E402
 from eval.local_sets import load_set  # noqa: E402
 from eval.longhorizon.runs import run_row  # noqa: E402
 from eval.longhorizon.table import SYSTEMS, render_table  # noqa: E402
@@ -90,6 +93,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--distractors", type=int, default=100)
     ap.add_argument("--model", default=None, help="GGUF path for the local backend")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--no-trace", action="store_true",
+                    help="the model policy's steps do not record the workflow policy's call (no agreement measures)")
     ap.add_argument("--table-only", action="store_true", help="print the table of the rows in --out")
     args = ap.parse_args(argv)
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
@@ -127,6 +132,7 @@ def system_options(args: argparse.Namespace, settings: Settings, steps: int) -> 
         "report_max_tokens": args.report_max_tokens,
         "context_window": args.window,
         "context_budget": args.budget,  # ReAct has no guard: the budget never changes what it sees
+        "trace_workflow": args.policy == "model" and not args.no_trace,  # the decision measures' reference
     }
     return {
         "fold": RunOptions.for_research(settings, fold=True, **common),
@@ -158,6 +164,12 @@ def table_title(
         f"+ 4 · window {args.window} · fold budget {args.budget} · {detail} · corpus {n_passages} passages · "
         f"load average (1/5/15 min) at table time {load}"
     )
+
+
+def decision_section(rows: list[dict[str, Any]]) -> str:
+    """The decision table of the rows (`eval.decisions`), as a section after the main table."""
+    table = render_decisions(traces_from_rows(rows), SYSTEMS)
+    return f"\n## Decisions against the workflow policy\n\n{table}" if table else ""
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
@@ -276,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     model_name = Path(args.model).stem if args.model else settings.llm.model
     if args.table_only:
-        text = render_table(read_rows(out / "longhorizon.jsonl"), table_title(args, model_name, "?", None))
+        rows = read_rows(out / "longhorizon.jsonl")
+        text = render_table(rows, table_title(args, model_name, "?", None)) + decision_section(rows)
         (out / "longhorizon.md").write_text(text)
         print(text)
         return 0
@@ -295,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stack.close()
     shown = system_options(args, settings, max_steps(args, tasks[0])) if tasks else {}
-    text = render_table(rows, table_title(args, chat.name, len(passages), shown.get("fold")))
+    text = render_table(rows, table_title(args, chat.name, len(passages), shown.get("fold"))) + decision_section(rows)
     (out / "longhorizon.md").write_text(text)
     print(text)
     return 0

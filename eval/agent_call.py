@@ -1,7 +1,8 @@
 """One way for every eval to call the research agent and read what it returns.
 
 `run_eventfold_agent(question, settings, backend, chat_model, fold=..., policy=...)` drives
-`agent.runner.run_agent` and flattens its result into {answer, report, citations, retrieved, stats};
+`agent.runner.run_agent` and flattens its result into {answer, report, citations, retrieved, stats}
+(`stats["trace"]`: the run's decision trace, `eval.decisions.trace`);
 `AgentCaller` accepts any function of that shape (a test double, another agent) and reads its result
 defensively (attributes or dict keys).
 
@@ -17,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from eval.decisions.trace import trace_of
 from eventfold.llm.types import ChatModel
 from eventrag.schema import RetrievedChunk, SearchBackend
 
@@ -80,9 +82,10 @@ class AgentCaller:
         )
 
 
-def run_stats(run: Any, wall_s: float) -> dict[str, Any]:
+def run_stats(run: Any, wall_s: float, budget: int | None = None) -> dict[str, Any]:
     """The run's counters flat, plus who answered: `model_answer` is 1 when the model policy's own
-    `answer` action gave the final answer (its mean over questions is the share of such answers)."""
+    `answer` action gave the final answer (its mean over questions is the share of such answers), and
+    the decision trace (`eval.decisions.trace.trace_of`; `budget`: the run's context budget)."""
     return {
         **run.counters.model_dump(exclude={"context_samples"}),
         "status": run.status,
@@ -93,6 +96,7 @@ def run_stats(run: Any, wall_s: float) -> dict[str, Any]:
         "items": len(run.plan.sub_questions),
         "steps": len(run.steps),
         "wall_s": round(wall_s, 3),
+        "trace": trace_of(run, budget),
     }
 
 
@@ -132,5 +136,5 @@ def run_eventfold_agent(
         "report": result.report,
         "citations": list(run.answer_citations),
         "retrieved": retrieved,
-        "stats": run_stats(run, result.wall_s),
+        "stats": run_stats(run, result.wall_s, run_options.context_budget),
     }

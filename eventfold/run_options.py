@@ -45,6 +45,9 @@ class RunOptions(BaseModel):
     # the model policy sees the workflow policy's next call as a line of its status ("suggested: …");
     # it decides, and each step records whether it followed
     suggest: bool = True
+    # each step records the workflow policy's next call as it stood at that turn (`Step.workflow_call`),
+    # shown or not (evals compare the policy's decisions with it); off: computed only when shown
+    trace_workflow: bool = False
     keep_recent_steps: int = Field(1, ge=0, le=50)  # the budget guard never folds the newest steps
     search_top_k: int = Field(5, ge=1, le=100)
     show_k: int = Field(3, ge=1, le=100)  # results shown to the model per search (all search_top_k are evidence)

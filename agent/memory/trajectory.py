@@ -25,6 +25,10 @@ class Step(BaseModel):
     data: list[dict[str, Any]] = Field(default_factory=list)  # each result's structured data (ToolResult.data)
     suggested: str | None = None  # the call the status line suggested before this turn
     followed: bool | None = None  # whether the turn called the suggested tool (None: nothing suggested)
+    # the workflow policy's next call at this turn (shown or not; None: not computed, see
+    # RunOptions.trace_workflow) and the context tokens the status line stated
+    workflow_call: str | None = None
+    status_tokens: int | None = None
 
 
 def step_messages(step: Step) -> list[Message]:

@@ -11,7 +11,8 @@ the window, or the backend refused the prompt as too long); its scores count as 
 
 Plain and cross-reference items are scored apart (`em_plain`/`f1_plain`, `em_xref`/`f1_xref`), and for
 each cross-reference item the row says whether the run called `unfold` while that item was the one being
-researched (its steps in the run's plan).
+researched (its steps in the run's plan). `stats["trace"]` is the run's decision trace
+(`eval.decisions.trace`), each turn marked with whether its item is a cross-reference item.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from eval.decisions.trace import mark_crossref, trace_of
 from eval.longhorizon.scoring import CHUNK_MARKER, ReportScore, score_report
 from eval.longhorizon.tasks import CompositeTask
 
@@ -92,6 +94,12 @@ def counter_fields(run: Any) -> dict[str, Any]:
     }
 
 
+def decision_trace(result: Any, xref: set[int]) -> list[dict[str, Any]]:
+    """The run's decision trace, each turn marked with whether its item is a cross-reference item."""
+    budget = getattr(getattr(result, "options", None), "context_budget", None)
+    return mark_crossref(trace_of(result.run, budget), xref)
+
+
 def run_row(
     task: CompositeTask,
     system: str,
@@ -127,6 +135,7 @@ def run_row(
         "answer_source": getattr(run, "answer_source", None),
         "reader_calls": getattr(run.counters, "reader_calls", None),
         "wall_s": result.wall_s,
+        "stats": {"trace": decision_trace(result, xref)},
         "subs": [
             {"n": s.n, "answer": s.answer, "em": s.em, "f1": s.f1, "cited": s.cited_docs} for s in score.subs
         ],

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from eval.longhorizon.sections import Located, locate_answers, split_tail
 from eval.longhorizon.tasks import CompositeTask
-from eval.multihop.metrics import exact_match, f1_score, normalize_answer
+from eval.multihop.metrics import exact_match, f1_score, mentions_answer, normalize_answer
 
 CHUNK_MARKER = re.compile(r"\[c:([^\]\s]+)\]")
 NUMBER_MARKER = re.compile(r"\[(\d{1,3}(?:\s*[,;]\s*\d{1,3})*)\]")
@@ -97,8 +97,7 @@ def precision(docs: list[str], gold: set[str]) -> float | None:
 
 
 def _contains(text: str, golds: list[str]) -> float:
-    hay = f" {normalize_answer(text)} "
-    return float(any(f" {normalize_answer(g)} " in hay for g in golds if normalize_answer(g)))
+    return float(mentions_answer(text, golds))
 
 
 def without_questions(text: str, questions: list[str]) -> str:

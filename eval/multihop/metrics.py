@@ -88,6 +88,12 @@ def normalize_answer(text: str) -> str:
     return " ".join(text.split())
 
 
+def mentions_answer(text: str, golds: Sequence[str]) -> bool:
+    """Whether `text` holds a gold answer as whole words, both normalised (empty golds never match)."""
+    hay = f" {normalize_answer(text)} "
+    return any(f" {normalize_answer(g)} " in hay for g in golds if normalize_answer(g))
+
+
 def exact_match(prediction: str, golds: Sequence[str]) -> float:
     return float(any(normalize_answer(prediction) == normalize_answer(g) for g in golds))
 

@@ -3,7 +3,8 @@
 - `RetrieveAndRead`: an EventRAG retrieval mode (naive, graph, event, agentic) returns ranked chunks;
   a reader (`agent.reader.read_answer`, the chat model) answers from the first `read_k` of them.
 - `AgentSystem`: the research agent answers; its evidence is the chunks it cited, then the other
-  chunks it retrieved, in order.
+  chunks it retrieved, in order; its decision trace says at each turn whether the evidence held a gold
+  answer.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pydantic import BaseModel, Field
 from agent.focus import backend_embed
 from agent.reader import read_answer
 from eval.agent_call import AgentCaller, field
+from eval.decisions.trace import mark_gold
 from eval.multihop.schema import QAExample
 from eventfold.llm.types import ChatModel
 from eventrag.schema import RetrievalMode, RetrievedChunk, SearchBackend
@@ -82,10 +84,13 @@ class AgentSystem:
         self.name = caller.name
 
     def predict(self, example: QAExample) -> Prediction:
+        """The agent's answer and evidence; its decision trace marks where the evidence first held a
+        gold answer (`eval.decisions.trace.mark_gold`)."""
         out = self.caller(example.question)
-        return Prediction(
-            answer=out.answer, retrieved=evidence_chunks(out.raw, self.caller.backend), stats=out.stats
-        )
+        retrieved = evidence_chunks(out.raw, self.caller.backend)
+        if isinstance(out.stats.get("trace"), list):
+            mark_gold(out.stats["trace"], {c.chunk_id: c.text for c in retrieved}, example.answers)
+        return Prediction(answer=out.answer, retrieved=retrieved, stats=out.stats)
 
 
 def _chunk_id(item: Any) -> str | None:

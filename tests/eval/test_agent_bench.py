@@ -154,6 +154,17 @@ def test_all_sets_and_systems_on_the_command_line():
     assert args.data_dir == ROOT / "data"
     with pytest.raises(SystemExit):
         bench.parse_args(["--systems", "agent"])
+    assert not args.no_trace and bench.parse_args(["--no-trace"]).no_trace
+
+
+def test_the_model_policys_runs_record_the_workflows_call_unless_no_trace():
+    bench = load_bench()
+    kwargs = {name: (bench.make_system(name, None, None, None).caller.run_kwargs,
+                     bench.make_system(name, None, None, None, trace=False).caller.run_kwargs)
+              for name in ("workflow", "model", "model-nofold")}  # fmt: skip
+    assert kwargs["model"] == ({"trace_workflow": True}, {"trace_workflow": False})
+    assert kwargs["model-nofold"][0] == {"trace_workflow": True}
+    assert kwargs["workflow"] == ({"trace_workflow": False}, {"trace_workflow": False})
 
 
 def test_the_shipped_sample_set_reads():

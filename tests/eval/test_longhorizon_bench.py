@@ -101,6 +101,8 @@ def test_bench_runs_every_system_scores_saves_and_resumes(tmp_path):
     options = bench.system_options(args, Settings(home=tmp_path), bench.max_steps(args, task))
     assert options["fold-nounfold"].fold and not options["fold-nounfold"].unfold and not options["react"].fold
     assert options["fold"].max_steps == 4 * 2 + 4 and options["fold"].policy == "model"
+    assert options["fold"].trace_workflow and options["react"].trace_workflow  # the model policy's reference
+    assert not bench.system_options(bench.parse_args(["--no-trace"]), Settings(home=tmp_path), 4)["fold"].trace_workflow
 
     rows = bench.run_all(args, [task], deps, lambda t: options, tmp_path)
     assert [r["system"] for r in rows] == ["fold", "fold-nounfold", "react"]
@@ -112,6 +114,10 @@ def test_bench_runs_every_system_scores_saves_and_resumes(tmp_path):
         run_dir = tmp_path / "runs" / row["system"] / task.task_id
         assert "Answer: Marnis" in (run_dir / "report.md").read_text()
         assert json.loads((run_dir / "trajectory.json").read_text())["meta"]["task"] == task.task_id
+        trace = row["stats"]["trace"]  # search, answer 1, answer 2; every turn with the workflow's call
+        assert [(t["tool"], t["item"], t["crossref"]) for t in trace] == [
+            ("search", 1, False), ("answer", 1, False), ("answer", 2, False)]  # fmt: skip
+        assert all(t["workflow_call"] for t in trace)
     offered = [{t.name for t in c["tools"]} for c in chat.calls if c["tools"]]
     assert [("fold" in o, "unfold" in o) for o in offered[::3]] == [
         (True, True),
@@ -125,6 +131,8 @@ def test_bench_runs_every_system_scores_saves_and_resumes(tmp_path):
     table = bench.render_table(again, "t")
     assert "| 2 | fold/unfold | 1 | 1.000 | 1.000 | 1.000 | – |" in table
     assert "| 2 | fold, no unfold | 1 | 1.000 |" in table and "| 2 | ReAct (--no-fold) | 1 | 1.000 |" in table
+    decisions = bench.decision_section(again)
+    assert "## Decisions against the workflow policy" in decisions and "| fold | 1 | 3 |" in decisions
 
 
 def test_tasks_longer_than_the_agents_briefing_are_refused(tmp_path):
