@@ -143,6 +143,7 @@ class LongTasksSection(_Strict):
     k: int = Field(4, ge=2, le=16)
     cross_refs: int = Field(1, ge=0, le=4)
     seed: int = 0
+    max_steps: int = Field(40, ge=1, le=500, description="the long tasks' step cap (items, folds and unfolds)")
 
 
 class TeacherSection(_Strict):
