@@ -151,3 +151,19 @@ def test_benchmark_questions_are_refused_and_the_shipped_workflow_config_loads()
     assert QuestionsSection(path=multihop / "2wiki").offset == 0  # no benchmark of its first questions
     cfg = load_config(ROOT / "training" / "configs" / "sft_workflow.toml", SFTRunConfig)
     assert cfg.teacher.backend == "workflow" and cfg.questions is not None and cfg.questions.offset >= 20
+
+
+def test_long_tasks_are_built_from_the_training_questions_alone() -> None:
+    from agent.briefing import briefing_plan
+    from training.corpus import load_questions
+    from training.sft.teachers import long_questions
+
+    qs, dataset = load_questions(QuestionsSection(path=ROOT / "data/multihop/hotpotqa_train100", offset=20, limit=20))
+    tasks = long_questions(dataset, 2, 4, 1)
+    assert len(tasks) == 2 and all(len(t.items) == 5 for t in tasks)  # 4 questions and a cross-reference
+    golds = {" ".join(q.question.split()): q.golds for q in qs}
+    for t in tasks:
+        plan = briefing_plan(t.question)
+        assert plan is not None and len(plan.sub_questions) == 5
+        assert all(golds[sq.text] == g for sq, g in zip(plan.sub_questions[:4], t.items, strict=False))
+        assert plan.sub_questions[4].text.startswith("Question ")  # refers to an earlier item
