@@ -22,7 +22,7 @@ from eventfold.run_options import RunOptions
 from training.config import QuestionsSection, SFTRunConfig, load_config
 from training.sft.data import TrainingQuestion, judge, trajectory_rows, write_dataset
 from training.sft.record import RecordingChatModel, RecordingPolicy, SuggestionInPrompt
-from training.sft.teachers import MemoryWorkflow, policy_run_fn, policy_trajectories
+from training.sft.teachers import CountedBy, MemoryWorkflow, policy_run_fn, policy_trajectories
 
 ROOT = Path(__file__).resolve().parents[2]
 OPTS = RunOptions(fold_summary="deterministic", context_budget=6000, max_steps=8)
@@ -77,6 +77,24 @@ def test_rows_are_the_prompts_the_model_policy_is_given(lexical_backend) -> None
     assert replay.answer == traj.run.answer == "Mara Quill" and len(rec.calls) == len(traj.calls) == 3
     for teacher, student in zip(traj.calls, rec.calls, strict=True):
         assert teacher.messages == student.messages and teacher.tools == student.tools
+
+
+class CharCounter(WordModel):
+    """The student's tokenizer in these tests: one token per character."""
+
+    def count_tokens(self, text: str) -> int:
+        return len(text)
+
+
+def test_the_turns_count_in_the_students_tokens(lexical_backend) -> None:
+    q = TrainingQuestion(id="r1", question=REPAIRS, golds=["Mara Quill"])
+    student = CharCounter()
+    model = CountedBy(WordModel(), student)
+    [traj] = policy_trajectories([q], policy_run_fn(lexical_backend, model, OPTS), MemoryWorkflow)
+    assert traj.run.answer == "Mara Quill"  # read by the wrapped model
+    samples = traj.run.counters.context_samples
+    assert samples == [student.count_message_tokens(c.messages, c.tools) for c in traj.calls]
+    assert samples[0] > 2 * WordModel().count_message_tokens(traj.calls[0].messages, traj.calls[0].tools)
 
 
 def test_a_prompt_that_shows_a_suggestion_is_refused(lexical_backend) -> None:

@@ -69,7 +69,20 @@ def _key(text: str) -> str:
     return " ".join(text.split())
 
 
-class OracleTeacher:
+class StudentTokens:
+    """Token counts by ``counter`` (the student's tokenizer: a status line's budget in the tokens the
+    student counts at inference)."""
+
+    counter: Any
+
+    def count_tokens(self, text: str) -> int:
+        return int(self.counter.count_tokens(text))
+
+    def count_message_tokens(self, messages: list[Message], tools: Any = None) -> int:
+        return int(self.counter.count_message_tokens(messages, tools))
+
+
+class OracleTeacher(StudentTokens):
     """Scripted teacher with the gold titles and answer (see module docstring)."""
 
     def __init__(self, counter: Any, plans: dict[str, tuple[list[str], str]], slips: Collection[str] = ()):
@@ -113,12 +126,6 @@ class OracleTeacher:
             return first
         text = _key(" ".join(m.content for m in messages if m.role == "user"))
         return next(k for k in self.plans if k in text)
-
-    def count_tokens(self, text: str) -> int:
-        return int(self.counter.count_tokens(text))
-
-    def count_message_tokens(self, messages: list[Message], tools: Any = None) -> int:
-        return int(self.counter.count_message_tokens(messages, tools))
 
 
 def slip_questions(questions: Sequence[TrainingQuestion], share: float) -> list[str]:
@@ -240,21 +247,14 @@ def policy_run_fn(backend: Any, model: Any, options: Any) -> PolicyRunFn:
     return run
 
 
-class CountedBy:
-    """A chat model whose token counts are another's (the student's tokenizer: the status line's budget
-    in the tokens the student will count at inference)."""
+class CountedBy(StudentTokens):
+    """A chat model (the workflow's reader) whose token counts are the student's."""
 
     def __init__(self, inner: Any, counter: Any) -> None:
         self.inner, self.counter, self.name = inner, counter, inner.name
 
     def chat(self, messages: list[Message], **kw: Any) -> ChatResponse:
         return self.inner.chat(messages, **kw)
-
-    def count_tokens(self, text: str) -> int:
-        return int(self.counter.count_tokens(text))
-
-    def count_message_tokens(self, messages: list[Message], tools: Any = None) -> int:
-        return int(self.counter.count_message_tokens(messages, tools))
 
 
 def long_questions(dataset: Any, count: int, k: int, cross_refs: int, seed: int = 0) -> list[TrainingQuestion]:
