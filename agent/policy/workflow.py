@@ -9,7 +9,8 @@ trajectory format, and its final answer is its own `answer` call.
   the answer is the earlier/later side or the difference the tool computed;
 - bridge (a description where a name should be, `eventrag.query.bridge`): resolve(description), then
   search(the question with the name filled in); the answer read from what they found;
-- otherwise: search(question), read(its best hit); the answer read from the evidence.
+- otherwise: search(question), read(its best hit, unless shown in full already); the answer read
+  from the evidence.
 
 Answers are read by the reader (`agent.reader`) over the evidence the item's own calls gathered. In a
 long task each item is scripted in turn and answered with `answer(item=n)`. The same script gives the
@@ -108,9 +109,9 @@ def _call(name: str, **arguments: Any) -> ToolCall:
     return ToolCall(id=f"wf_{name}", name=name, arguments=arguments)
 
 
-def scripted_call(script: Script, steps: list[Step], readable: Collection[str] | None = None) -> ToolCall | None:
+def scripted_call(script: Script, steps: list[Step], can_read: Collection[str] | None = None) -> ToolCall | None:
     """The script's next call given the steps taken for this question; None: time to answer. A lookup's
-    best hit is read only when `readable` (the ids `read` accepts now; None: any) holds it: one shown in
+    best hit is read only when `can_read` (the ids `read` accepts now; None: any) holds it: one shown in
     full in the context already is not read again."""
     if script.form == "temporal" and script.temporal is not None:
         tq = script.temporal
@@ -134,7 +135,7 @@ def scripted_call(script: Script, steps: list[Step], readable: Collection[str] |
     if searched is None:
         return _call("search", query=script.question)
     best = searched[2].chunk_ids[0] if searched[2].chunk_ids else None
-    if _made(steps, "read") is None and best is not None and (readable is None or best in readable):
+    if _made(steps, "read") is None and best is not None and (can_read is None or best in can_read):
         return _call("read", id=best)
     return None
 
