@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from agent.briefing import numbered_questions
 from agent.graph import AgentDeps, AgentGraph, build_graph
 from agent.outline import requirements
+from agent.policy import Policy
 from agent.report import build_report
 from agent.state import RunState
 from eventfold.llm.types import ChatResponse, LLMConnectionError, LLMError, LLMUnavailable
@@ -144,12 +145,15 @@ def run_agent(
     runs_dir: Path | None = None,
     on_event: EventSink | None = None,
     run_id: str | None = None,
+    policy: Policy | None = None,
 ) -> RunResult:
-    """Answer `question`; saves report + trajectory under runs_dir/<run_id>/ when runs_dir is given."""
+    """Answer `question`; saves report + trajectory under runs_dir/<run_id>/ when runs_dir is given.
+    `policy` picks the calls (default: the one `options.policy` names; a wrapper such as a recording
+    teacher passes its own)."""
     q = validate_question(question, long=options.report_mode == "long")
     run = RunState(run_id=run_id or new_run_id(), question=q)
     deps, watch = _watched(deps)
-    g = AgentGraph(deps, options)
+    g = AgentGraph(deps, options, policy)
     options.check_budget(g.count(run))
     start = time.perf_counter()
     with open_checkpointer(runs_dir) as saver:

@@ -20,6 +20,7 @@ SHOWN_QUERIES = 4
 SHOWN_CHUNKS = 10
 ITEM_CHARS = 60  # an item other than the first open one is shown by its opening words
 QUESTION_CHARS = 300
+SUGGESTED = "suggested: "  # the line that shows the model policy the workflow's next call
 
 
 def item_lines(run: RunState) -> list[str]:
@@ -60,5 +61,5 @@ def status_line(
     if run.next_step >= cap:
         lines.append("last step: only answer is offered")
     elif suggestion:
-        lines.append(f"suggested: {suggestion}")
+        lines.append(f"{SUGGESTED}{suggestion}")
     return "\n".join(lines)

@@ -104,6 +104,21 @@ class QuestionsSection(_Strict):
     limit: int | None = Field(None, ge=1)
     offset: int = Field(0, ge=0)
 
+    @model_validator(mode="after")
+    def _after_the_benchmarks(self) -> QuestionsSection:
+        """The shipped HotpotQA and MuSiQue sets' first questions are the benchmarks': never trained on."""
+        from eval.bundled_data import BENCHMARK_QUESTIONS
+
+        parts = [x.lower() for x in self.path.expanduser().resolve().parts]
+        sets = [c for a, b, c in zip(parts, parts[1:], parts[2:], strict=False) if (a, b) == ("data", "multihop")]
+        if sets and sets[0].startswith(("hotpotqa", "musique")) and self.offset < BENCHMARK_QUESTIONS:
+            raise ValueError(
+                f"[questions] {self.path}: offset {self.offset} takes benchmark questions; the first "
+                f"{BENCHMARK_QUESTIONS} of data/multihop's HotpotQA and MuSiQue sets are the benchmarks' "
+                f"(set offset >= {BENCHMARK_QUESTIONS})"
+            )
+        return self
+
 
 class CorpusSection(_Strict):
     """The indexed corpus the agent searches (an EventRAG index opened with the project settings)."""
@@ -120,13 +135,28 @@ class CorpusSection(_Strict):
 TeacherRunOptions = run_options_with(context_budget=1536, max_steps=8)
 
 
+class LongTasksSection(_Strict):
+    """Long tasks built from the training questions (``eval.longhorizon.tasks.build_tasks``): ``count``
+    requests of ``k`` numbered items each, plus ``cross_refs`` cross-reference items per request."""
+
+    count: int = Field(0, ge=0, description="long tasks added after the single questions (0: none)")
+    k: int = Field(4, ge=2, le=16)
+    cross_refs: int = Field(1, ge=0, le=4)
+    seed: int = 0
+    max_steps: int = Field(40, ge=1, le=500, description="the long tasks' step cap (items, folds and unfolds)")
+
+
 class TeacherSection(_Strict):
     """Teacher for SFT data: the project LLM (``Settings.llm``: local llama.cpp GGUF or an
-    OpenAI-compatible server), the HF model at ``model`` (``hf``), or only the privileged oracle
-    (``oracle``); ``oracle_fill`` mixes the oracle in where the LLM yields too few kept trajectories
+    OpenAI-compatible server), the HF model at ``model`` (``hf``), only the privileged oracle
+    (``oracle``), or the scripted workflow policy with its memory decisions (``workflow``: its reader is
+    ``Settings.llm``); ``oracle_fill`` mixes the oracle in where the LLM yields too few kept trajectories
     (``training.sft.teachers``)."""
 
-    backend: Literal["settings", "hf", "oracle"] = Field("settings", description="settings: Settings.llm; hf: model.path; oracle: scripted")
+    backend: Literal["settings", "hf", "oracle", "workflow"] = Field(
+        "settings", description="settings: Settings.llm; hf: model.path; oracle: scripted; workflow: the workflow policy")
+    long_tasks: LongTasksSection = Field(default_factory=LongTasksSection,
+                                         description="workflow teacher: long tasks from a dataset's questions")
     run: TeacherRunOptions = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
     workers: int = Field(1, ge=1)
     llm_questions: int | None = Field(None, ge=0, description="run the LLM teacher on only the first N questions")
@@ -134,6 +164,14 @@ class TeacherSection(_Strict):
         "none", description="oracle trajectories for the questions the LLM got no kept trajectory for, or for all")
     oracle_slips: float = Field(0.0, ge=0.0, le=1.0, description="share of questions on which the oracle re-runs "
                                 "its first query once (an untrained turn) so the data holds the states after it")
+
+    @model_validator(mode="after")
+    def _workflow_only(self) -> TeacherSection:
+        if self.long_tasks.count and self.backend != "workflow":
+            raise ValueError("[teacher.long_tasks] is built for the workflow teacher: set backend = \"workflow\"")
+        if self.backend == "workflow" and self.oracle_fill != "none":
+            raise ValueError("the workflow teacher runs alone: set oracle_fill = \"none\"")
+        return self
 
 
 class SFTRunConfig(_Strict):

@@ -72,6 +72,8 @@ def build_sft_data(cfg: SFTRunConfig) -> Any:
     t = cfg.teacher
     questions, dataset = load_questions(cfg.questions)
     options = corpus_settings(cfg.corpus).run_options(**t.run.model_dump())
+    if t.backend == "workflow":
+        return _workflow_data(cfg, questions, dataset, options)
     llm = None if t.backend == "oracle" else teacher_model(cfg)
     oracle = None
     if t.backend == "oracle" or t.oracle_fill != "none":
@@ -83,6 +85,38 @@ def build_sft_data(cfg: SFTRunConfig) -> Any:
             fill="all" if t.backend == "oracle" else t.oracle_fill, accept=cfg.accept,
             on_done=_progress(cfg), workers=t.workers,
         )
+    return write_dataset(trajs, cfg.data_dir, source=str(cfg.questions.path), cfg=cfg.accept)
+
+
+def _workflow_data(cfg: SFTRunConfig, questions: list[Any], dataset: Any, options: Any) -> Any:
+    """The workflow teacher (``training.sft.teachers.MemoryWorkflow``) on the questions, then on long tasks
+    built from them (``[teacher.long_tasks]``, their own step cap); its reader is ``Settings.llm``, its
+    token counts the student's."""
+    from eventfold.llm.transformers_backend import HFChatModel
+    from training.common.loading import load_tokenizer
+    from training.corpus import open_backend
+    from training.sft.data import write_dataset
+    from training.sft.teachers import (
+        CountedBy,
+        MemoryWorkflow,
+        long_questions,
+        policy_run_fn,
+        policy_trajectories,
+    )
+    from training.sft.train import ensure_model
+
+    assert cfg.corpus is not None and cfg.questions is not None
+    t, lt = cfg.teacher, cfg.teacher.long_tasks
+    if lt.count and dataset is None:
+        raise ValueError("[teacher.long_tasks] needs a dataset folder or file as [questions] path "
+                         "(its passages make the cross-reference items)")
+    tasks = long_questions(dataset, lt.count, lt.k, lt.cross_refs, lt.seed) if lt.count else []
+    model = CountedBy(teacher_model(cfg), HFChatModel(load_tokenizer(ensure_model(cfg.model))))
+    long_options = options.model_copy(update={"max_steps": max(options.max_steps, lt.max_steps)})
+    with open_backend(cfg.corpus, dataset) as backend:
+        trajs = [traj for qs, opts in ((questions, options), (tasks, long_options)) if qs
+                 for traj in policy_trajectories(qs, policy_run_fn(backend, model, opts), MemoryWorkflow,
+                                                 workers=t.workers, on_done=_progress(cfg))]  # fmt: skip
     return write_dataset(trajs, cfg.data_dir, source=str(cfg.questions.path), cfg=cfg.accept)
 
 

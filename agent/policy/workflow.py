@@ -9,7 +9,8 @@ trajectory format, and its final answer is its own `answer` call.
   the answer is the earlier/later side or the difference the tool computed;
 - bridge (a description where a name should be, `eventrag.query.bridge`): resolve(description), then
   search(the question with the name filled in); the answer read from what they found;
-- otherwise: search(question), read(its best hit); the answer read from the evidence.
+- otherwise: search(question), read(its best hit, unless shown in full already); the answer read
+  from the evidence.
 
 Answers are read by the reader (`agent.reader`) over the evidence the item's own calls gathered. In a
 long task each item is scripted in turn and answered with `answer(item=n)`. The same script gives the
@@ -19,6 +20,7 @@ model policy its suggestion (`suggest`: the next call by name and arguments, nev
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +34,7 @@ from agent.reader import first_line, is_insufficient, reader_messages
 from agent.state import Evidence, RunState
 from agent.tools.answer import supporting
 from agent.tools.context import counted_chat
+from agent.tools.read import readable
 from eventrag.query.bridge import Bridge, may_describe, rule_bridge, same_question, split_bridge
 from eventrag.query.causal import parse_causal
 from eventrag.query.temporal import TemporalQuestion, parse_temporal
@@ -106,8 +109,10 @@ def _call(name: str, **arguments: Any) -> ToolCall:
     return ToolCall(id=f"wf_{name}", name=name, arguments=arguments)
 
 
-def scripted_call(script: Script, steps: list[Step]) -> ToolCall | None:
-    """The script's next call given the steps taken for this question; None: time to answer."""
+def scripted_call(script: Script, steps: list[Step], can_read: Collection[str] | None = None) -> ToolCall | None:
+    """The script's next call given the steps taken for this question; None: time to answer. A lookup's
+    best hit is read only when `can_read` (the ids `read` accepts now; None: any) holds it: one shown in
+    full in the context already is not read again."""
     if script.form == "temporal" and script.temporal is not None:
         tq = script.temporal
         op = "order" if tq.kind == "order" else "difference"
@@ -129,8 +134,9 @@ def scripted_call(script: Script, steps: list[Step]) -> ToolCall | None:
     searched = _made(steps, "search")
     if searched is None:
         return _call("search", query=script.question)
-    if _made(steps, "read") is None and searched[2].chunk_ids:
-        return _call("read", id=searched[2].chunk_ids[0])
+    best = searched[2].chunk_ids[0] if searched[2].chunk_ids else None
+    if _made(steps, "read") is None and best is not None and (can_read is None or best in can_read):
+        return _call("read", id=best)
     return None
 
 
@@ -160,13 +166,13 @@ class WorkflowPolicy:
     def suggest(self, run: RunState) -> ToolCall:
         """The call this policy would make next from `run`'s state (found without a model call)."""
         question, _ = self.current(run)
-        return scripted_call(self.script(question, None), item_steps(run)) or _call("answer")
+        return scripted_call(self.script(question, None), item_steps(run), readable(run)) or _call("answer")
 
     def next_call(self, run: RunState, specs: list[ToolSpec], ctx: PolicyContext) -> Turn:
         question, item = self.current(run)
         offered = {s.name for s in specs if s.available}
         steps = item_steps(run)
-        call = scripted_call(self.script(question, ctx), steps)
+        call = scripted_call(self.script(question, ctx), steps, readable(run))
         if call is None or call.name not in offered:
             call = self.answer_call(run, question, item, steps, ctx)
         call.id = f"wf_{run.next_step}"

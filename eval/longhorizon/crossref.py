@@ -109,6 +109,15 @@ def question_for(n: int, passage: Passage, detail: Detail) -> str:
     )
 
 
+REFERS = re.compile(r'^Question (\d+) drew on the passage "')  # the opening `question_for` writes
+
+
+def referred_item(question: str) -> int | None:
+    """The item a cross-reference question (`question_for`) refers to; None for any other question."""
+    m = REFERS.match(question.strip())
+    return int(m.group(1)) if m else None
+
+
 @dataclass(frozen=True)
 class Item:
     """What the builder needs of one task item: its position, question, answers, gold passage ids."""

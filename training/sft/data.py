@@ -49,6 +49,8 @@ class TrainingQuestion(BaseModel):
     id: str
     question: str
     golds: list[str]
+    # a long task (a request of numbered items): each item's gold answers, in order; judged per item
+    items: list[list[str]] = Field(default_factory=list)
 
 
 class AcceptConfig(BaseModel):
@@ -67,6 +69,7 @@ class TeacherTrajectory(BaseModel):
     teacher: str
     calls: list[TeacherCall]
     run: RunState
+    items: list[list[str]] = Field(default_factory=list)  # a long task's per-item golds (TrainingQuestion)
 
 
 class Verdict(BaseModel):
@@ -88,15 +91,15 @@ def judge(traj: TeacherTrajectory, cfg: AcceptConfig | None = None) -> Verdict:
     """Keep or reject one trajectory, with the first reason that rejects it."""
     cfg = cfg or AcceptConfig()
     run = traj.run
-    _, em, f1 = correctness(run.answer, traj.golds, "f1")
+    em, f1, wrong = answer_scores(traj, cfg)
 
     def no(reason: str) -> Verdict:
         return Verdict(accepted=False, reason=reason, em=em, f1=f1)
 
     if run.status != "answered" or not run.answer:
         return no(f"no answer: run ended with status {run.status!r} ({run.stop_reason or 'no reason given'})")
-    if em < 1.0 and f1 < cfg.min_f1:
-        return no(f"wrong answer {run.answer!r} (gold {traj.golds[:3]!r}; EM 0, F1 {f1:.2f} < {cfg.min_f1:.2f})")
+    if wrong:
+        return no(wrong)
     turns = [s for s in run.steps if s.kind in ("action", "invalid")]
     if len(turns) != len(traj.calls):
         return no(f"recording mismatch: {len(traj.calls)} recorded agent calls for {len(turns)} steps")
@@ -123,6 +126,23 @@ def judge(traj: TeacherTrajectory, cfg: AcceptConfig | None = None) -> Verdict:
     if cfg.require_fold and run.counters.folds == 0:
         return no("no fold used (require_fold)")
     return Verdict(accepted=True, em=em, f1=f1)
+
+
+def answer_scores(traj: TeacherTrajectory, cfg: AcceptConfig) -> tuple[float, float, str]:
+    """(EM, F1, why wrong or "") of the run's answer; a long task's are the means over its items, and it
+    is wrong when any item's answer is (EM 0 and F1 below ``min_f1``)."""
+    run = traj.run
+    if not traj.items:
+        _, em, f1 = correctness(run.answer, traj.golds, "f1")
+        ok = em >= 1.0 or f1 >= cfg.min_f1
+        why = f"wrong answer {run.answer!r} (gold {traj.golds[:3]!r}; EM 0, F1 {f1:.2f} < {cfg.min_f1:.2f})"
+        return em, f1, "" if ok else why
+    answers = {sq.id: sq.answer for sq in run.plan.sub_questions}
+    scores = [correctness(answers.get(n), golds, "f1")[1:] for n, golds in enumerate(traj.items, 1)]
+    bad = [n for n, (em, f1) in enumerate(scores, 1) if em < 1.0 and f1 < cfg.min_f1]
+    em, f1 = (sum(x[i] for x in scores) / len(scores) for i in (0, 1))
+    why = f"wrong answer on items {bad} of {len(scores)} (F1 below {cfg.min_f1:.2f})" if bad else ""
+    return em, f1, why
 
 
 def untrained_turn(step: Step, run: RunState) -> bool:
@@ -180,18 +200,36 @@ def generate_trajectories(
 
     def one(q: TrainingQuestion) -> TeacherTrajectory:
         rec = RecordingChatModel(teacher)
-        run = run_fn(q.question, rec)
-        traj = TeacherTrajectory(
-            question_id=q.id, question=q.question, golds=q.golds, teacher=teacher.name, calls=rec.calls, run=run
-        )
+        return recorded(q, teacher.name, rec.calls, run_fn(q.question, rec))
+
+    return collect(questions, one, workers=workers, on_done=on_done)
+
+
+def recorded(q: TrainingQuestion, teacher: str, calls: list[TeacherCall], run: RunState) -> TeacherTrajectory:
+    """The trajectory of one question's run from its recorded turns."""
+    return TeacherTrajectory(question_id=q.id, question=q.question, golds=q.golds, teacher=teacher, calls=calls,
+                             run=run, items=q.items)  # fmt: skip
+
+
+def collect(
+    questions: Sequence[TrainingQuestion],
+    one: Callable[[TrainingQuestion], TeacherTrajectory],
+    *,
+    workers: int = 1,
+    on_done: Callable[[TeacherTrajectory], None] | None = None,
+) -> list[TeacherTrajectory]:
+    """``one(q)`` on each question (``workers`` threads), each finished trajectory shown to ``on_done``."""
+
+    def done(q: TrainingQuestion) -> TeacherTrajectory:
+        traj = one(q)
         if on_done is not None:
             on_done(traj)
         return traj
 
     if workers <= 1:
-        return [one(q) for q in questions]
+        return [done(q) for q in questions]
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(one, questions))
+        return list(pool.map(done, questions))
 
 
 def agent_run_fn(backend: Any, options: Any) -> RunFn:
@@ -224,6 +262,9 @@ class Manifest(BaseModel):
     accept_config: AcceptConfig
     per_teacher: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="per teacher: trajectories, accepted, yield, rejection reasons"
+    )
+    tool_rows: dict[str, int] = Field(
+        default_factory=dict, description="every tool the rows offer -> rows whose completion calls it (0: never)"
     )
 
 
@@ -263,6 +304,7 @@ def write_dataset(
         folds_per_accepted=folds / len(kept) if kept else 0.0,
         accept_config=cfg,
         per_teacher=_per_teacher(trajs, verdicts),
+        tool_rows=tool_rows(rows),
     )
     (out_dir / "manifest.json").write_text(manifest.model_dump_json(indent=1), encoding="utf-8")
     return manifest
@@ -280,6 +322,14 @@ def _per_teacher(trajs: list[TeacherTrajectory], verdicts: list[Verdict]) -> dic
         d["yield"] = d["accepted"] / d["trajectories"]
         d["rejection_reasons"] = dict(d["rejection_reasons"])
     return out
+
+
+def tool_rows(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Per tool offered in any row: how many rows' completions call it (a tool never called: 0)."""
+    names = {t["function"]["name"] for r in rows for t in row_tools(r)}
+    counts = Counter(n for r in rows for n in {c["function"]["name"] for m in r["completion"]
+                                                for c in m.get("tool_calls") or []})  # fmt: skip
+    return {n: counts.get(n, 0) for n in sorted(names | set(counts))}
 
 
 def read_trajectories(path: Path) -> list[TeacherTrajectory]:

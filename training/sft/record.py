@@ -1,9 +1,15 @@
-"""A `ChatModel` wrapper that records the agent's tool-choosing calls of one run (teacher trajectories).
+"""Recorders of the agent's turns of one run (teacher trajectories).
 
-Each agent turn is one ``chat(messages, tools=...)`` call: the recorder keeps the exact messages and
-tool specs the teacher saw (the rendered, possibly folded context, status line included), so an SFT
-row can reproduce the prompt of inference byte for byte. Calls without tools (fold summaries, the
-forced answer) are passed through and not recorded as turns.
+- ``RecordingChatModel`` wraps the teacher model of the model policy: each agent turn is one
+  ``chat(messages, tools=...)`` call, and the recorder keeps the exact messages and tool specs the
+  teacher saw (the rendered, possibly folded context, status line included), so an SFT row can
+  reproduce the prompt of inference byte for byte. Calls without tools (fold summaries, the forced
+  answer, a reader) are passed through and not recorded as turns.
+- ``RecordingPolicy`` wraps any policy (the scripted workflow as teacher): per ``next_call`` it keeps
+  the prompt the model policy would be given at that turn (``ctx.messages``: the same rendering and
+  status line) and the tool specs on offer, plus the calls the wrapped policy chose. A prompt that
+  shows the workflow's suggestion (``suggested: ...``, a line the student is never shown when it runs
+  alone) is refused: such a row would teach copying a hint that is not there at inference.
 """
 
 from __future__ import annotations
@@ -13,14 +19,23 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from eventfold.llm.types import ChatModel, ChatResponse, Message, ToolSpec
+from agent.policy import Policy, PolicyContext, Turn
+from agent.state import RunState
+from agent.status import SUGGESTED
+from eventfold.llm.types import ChatModel, ChatResponse, Message, ToolCall, ToolSpec
 
 
 class TeacherCall(BaseModel):
-    """One agent turn as the teacher saw it: the prompt messages and the tools offered."""
+    """One agent turn as the teacher saw it: the prompt messages and the tools offered (and, recorded
+    from a policy, the calls it chose)."""
 
     messages: list[Message]
     tools: list[ToolSpec] = Field(default_factory=list)
+    calls: list[ToolCall] = Field(default_factory=list)
+
+
+class SuggestionInPrompt(ValueError):
+    """A recorded prompt shows the workflow's suggested call: no prompt of the model policy alone."""
 
 
 class RecordingChatModel:
@@ -59,3 +74,26 @@ class RecordingChatModel:
 
     def count_message_tokens(self, messages: list[Message], tools: list[ToolSpec] | None = None) -> int:
         return self.inner.count_message_tokens(messages, tools)
+
+
+class RecordingPolicy:
+    """Delegates to ``inner``; records every turn's prompt, offered specs and chosen calls. One instance
+    per agent run; refuses (``SuggestionInPrompt``) a prompt that shows a suggested call."""
+
+    def __init__(self, inner: Policy) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.calls: list[TeacherCall] = []
+
+    def next_call(self, run: RunState, specs: list[ToolSpec], ctx: PolicyContext) -> Turn:
+        status = ctx.messages[-1].content if ctx.messages else ""  # the status line (documents are data)
+        hint = next((ln for ln in status.splitlines() if ln.startswith(SUGGESTED)), None)
+        if hint is not None:
+            raise SuggestionInPrompt(
+                f"step {run.next_step}: the prompt shows the workflow's suggestion ({hint!r}); teacher "
+                "turns are recorded as the model policy sees them alone (run with suggest = false)"
+            )
+        turn = self.inner.next_call(run, specs, ctx)
+        self.calls.append(TeacherCall(messages=[m.model_copy(deep=True) for m in ctx.messages], tools=list(specs),
+                                      calls=[c.model_copy(deep=True) for c in turn.calls]))  # fmt: skip
+        return turn

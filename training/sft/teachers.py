@@ -17,6 +17,16 @@ with the right next call. A student never shown those states re-runs its query i
 
 ``mixed_trajectories`` runs the LLM teacher on the first questions and the oracle on every question
 the LLM did not produce a kept trajectory for (``fill="rejected"``) or on all (``fill="all"``).
+
+The workflow teacher (``policy_trajectories`` with ``MemoryWorkflow``) is the scripted workflow policy
+(``agent.policy.WorkflowPolicy``) run by the real agent, its turns recorded by ``RecordingPolicy`` as
+the prompts the model policy is given alone (no suggestion line), its answers read by the run's model.
+``MemoryWorkflow`` adds the memory decisions of a long task: at the start of an item, once the turn's
+context (``RunState.counters.context_samples``) passes ``WORKFLOW_FOLD_SHARE`` of the budget, it
+folds all finished steps; on a cross-reference item whose referred item's search lies in a fold, it
+unfolds that fold before giving the workflow's answer. Single questions are unchanged.
+``long_questions`` builds those long tasks from the training questions' own set
+(``eval.longhorizon.tasks.build_tasks``) and judges them per item.
 """
 
 from __future__ import annotations
@@ -26,19 +36,27 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, Literal
 
-from eventfold.llm.types import ChatResponse, Message, ToolCall
+from agent.policy import Policy, PolicyContext, Turn, WorkflowPolicy
+from agent.policy.workflow import item_steps
+from agent.state import RunState
+from agent.tools.fold import fold_targets
+from eventfold.llm.types import ChatResponse, Message, ToolCall, ToolSpec
 from training.sft.data import (
     AcceptConfig,
     RunFn,
     TeacherTrajectory,
     TrainingQuestion,
+    collect,
     generate_trajectories,
     judge,
+    recorded,
 )
+from training.sft.record import RecordingPolicy
 
 _STEP = re.compile(r"\bstep (\d+) of (\d+)\b")  # the status line's head (agent.prompts.STATUS)
 _CONTEXT = re.compile(r"\bcontext (\d+) of (\d+) tokens\b")
 FOLD_SHARE = 0.6  # the oracle folds past this share of the budget
+WORKFLOW_FOLD_SHARE = 0.5  # the workflow teacher folds at an item's start past this share
 
 
 def fold_due(status: str) -> bool:
@@ -51,7 +69,20 @@ def _key(text: str) -> str:
     return " ".join(text.split())
 
 
-class OracleTeacher:
+class StudentTokens:
+    """Token counts by ``counter`` (the student's tokenizer: a status line's budget in the tokens the
+    student counts at inference)."""
+
+    counter: Any
+
+    def count_tokens(self, text: str) -> int:
+        return int(self.counter.count_tokens(text))
+
+    def count_message_tokens(self, messages: list[Message], tools: Any = None) -> int:
+        return int(self.counter.count_message_tokens(messages, tools))
+
+
+class OracleTeacher(StudentTokens):
     """Scripted teacher with the gold titles and answer (see module docstring)."""
 
     def __init__(self, counter: Any, plans: dict[str, tuple[list[str], str]], slips: Collection[str] = ()):
@@ -96,12 +127,6 @@ class OracleTeacher:
         text = _key(" ".join(m.content for m in messages if m.role == "user"))
         return next(k for k in self.plans if k in text)
 
-    def count_tokens(self, text: str) -> int:
-        return int(self.counter.count_tokens(text))
-
-    def count_message_tokens(self, messages: list[Message], tools: Any = None) -> int:
-        return int(self.counter.count_message_tokens(messages, tools))
-
 
 def slip_questions(questions: Sequence[TrainingQuestion], share: float) -> list[str]:
     """``share`` of the questions, evenly spaced (question i when floor((i + 1) * share) steps up; at .5 every
@@ -137,3 +162,108 @@ def mixed_trajectories(
     kept = {t.question_id for t in trajs if judge(t, accept).accepted}
     todo = [q for q in questions if fill == "all" or q.id not in kept]
     return trajs + generate_trajectories(todo, run_fn, oracle, on_done=on_done)
+
+
+# --- the workflow teacher -------------------------------------------------------------------------
+
+PolicyRunFn = Callable[[str, Policy], RunState]
+
+
+class MemoryWorkflow:
+    """The workflow policy with a long task's fold and unfold decisions (see module docstring)."""
+
+    def __init__(self, inner: Policy | None = None, share: float = WORKFLOW_FOLD_SHARE) -> None:
+        self.inner = inner or WorkflowPolicy()
+        self.name = self.inner.name
+        self.share = share
+        self._held: Turn | None = None  # the workflow's answer, given after the unfold it waited for
+
+    def next_call(self, run: RunState, specs: list[ToolSpec], ctx: PolicyContext) -> Turn:
+        offered = {s.name for s in specs if s.available}
+        turn, self._held = self._held, None
+        if turn is None:
+            if "fold" in offered and self.fold_due(run, ctx):
+                return _numbered(Turn(calls=[ToolCall(id="", name="fold", arguments={"target": "all"})]), run)
+            turn = self.inner.next_call(run, specs, ctx)
+            if not any(c.name == "answer" for c in turn.calls):
+                return turn
+        fold_id = self.needed_fold(run) if "unfold" in offered else None  # a nested fold comes next
+        if fold_id is None:
+            return _numbered(turn, run)
+        self._held = turn
+        return _numbered(Turn(calls=[ToolCall(id="", name="unfold", arguments={"fold_id": fold_id})]), run)
+
+    def fold_due(self, run: RunState, ctx: PolicyContext) -> bool:
+        """A long task's item starts (no step since the last answer) with this turn's context past the
+        share of the budget, and finished steps to fold."""
+        used = run.counters.context_samples[-1] if run.counters.context_samples else 0
+        return (bool(run.plan.sub_questions) and not item_steps(run) and "all" in fold_targets(run)
+                and used > self.share * ctx.options.context_budget)  # fmt: skip
+
+    @staticmethod
+    def needed_fold(run: RunState) -> str | None:
+        """The active fold holding the search of the item the open cross-reference item refers to."""
+        from eval.longhorizon.crossref import referred_item
+
+        item = next(iter(run.plan.open()), None)
+        ref = run.plan.get(referred_item(item.text)) if item is not None else None
+        folds = [run.memory.covering(n) for n in (ref.steps if ref is not None else [])]
+        return next((f.fold_id for f in folds if f is not None), None)
+
+
+def _numbered(turn: Turn, run: RunState) -> Turn:
+    for call in turn.calls:
+        call.id = f"wf_{run.next_step}"
+    return turn
+
+
+def policy_trajectories(
+    questions: Sequence[TrainingQuestion],
+    run_fn: PolicyRunFn,
+    policy: Callable[[], Policy],
+    *,
+    workers: int = 1,
+    on_done: Callable[[TeacherTrajectory], None] | None = None,
+) -> list[TeacherTrajectory]:
+    """Run the agent with a fresh ``policy()`` per question, its turns recorded (``RecordingPolicy``)."""
+
+    def one(q: TrainingQuestion) -> TeacherTrajectory:
+        rec = RecordingPolicy(policy())
+        return recorded(q, f"{rec.name}-teacher", rec.calls, run_fn(q.question, rec))
+
+    return collect(questions, one, workers=workers, on_done=on_done)
+
+
+def policy_run_fn(backend: Any, model: Any, options: Any) -> PolicyRunFn:
+    """A run of ``agent.runner.run_agent`` with the given policy and ``model`` (the reader's, and the token
+    counts'); without suggestions, as the model policy runs alone."""
+    from agent.graph import AgentDeps
+    from agent.runner import run_agent
+
+    def run(question: str, policy: Policy) -> RunState:
+        opts = options.model_copy(update={"suggest": False})
+        return run_agent(question, AgentDeps(model=model, backend=backend), opts, policy=policy).run
+
+    return run
+
+
+class CountedBy(StudentTokens):
+    """A chat model (the workflow's reader) whose token counts are the student's."""
+
+    def __init__(self, inner: Any, counter: Any) -> None:
+        self.inner, self.counter, self.name = inner, counter, inner.name
+
+    def chat(self, messages: list[Message], **kw: Any) -> ChatResponse:
+        return self.inner.chat(messages, **kw)
+
+
+def long_questions(dataset: Any, count: int, k: int, cross_refs: int, seed: int = 0) -> list[TrainingQuestion]:
+    """``count`` long tasks of ``k`` items (plus ``cross_refs`` cross-reference items) from the training
+    questions' dataset, each judged per item."""
+    from eval.longhorizon.tasks import build_tasks
+
+    if count < 1:
+        return []
+    tasks = build_tasks(dataset, [k], count, seed=seed, cross_refs=cross_refs)
+    return [TrainingQuestion(id=t.task_id, question=t.request, golds=t.sub_questions[0].answers,
+                             items=[sq.answers for sq in t.sub_questions]) for t in tasks]  # fmt: skip
