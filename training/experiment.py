@@ -4,7 +4,8 @@
         --student qwen2.5-coder-0.5b --sft-n 24 --rl-n 8 --eval-n 20 --llm-teacher-n 4 \
         --stages data,base,sft,eval-sft,rl,eval-rl,report [--deadline-min 40]
 
-Questions are split in file order: the first ``sft-n`` for teacher trajectories, the next ``rl-n``
+Questions are split in file order from ``start`` (20: the benchmarks' development questions come
+first and are never trained on): ``sft-n`` for teacher trajectories, the next ``rl-n``
 for RL, the next ``eval-n`` held out (never seen by a training step). All their passages go into one
 EventRAG index (rule extraction, naive retrieval).
 
@@ -72,6 +73,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--questions", type=Path, required=True)
     p.add_argument("--student", default="qwen2.5-coder-0.5b", help="packaged model name, .gguf or HF directory")
     p.add_argument("--stages", default=",".join(STAGES))
+    p.add_argument("--start", type=int, default=20,
+                   help="first question used (the benchmarks' development questions come before it)")
     p.add_argument("--sft-n", type=int, default=24)
     p.add_argument("--rl-n", type=int, default=8)
     p.add_argument("--eval-n", type=int, default=20)
@@ -121,7 +124,7 @@ PROFILES: dict[str, dict[str, Any]] = {
             "sft_accum": 4, "max_completion": 1536},  # 5 turns of 96 tokens and 4 tool results
     "h200": {"rollout": "vllm_colocate", "bf16": True, "num_generations": 8, "rl_batch": 32, "sft_batch": 8,
              "sft_accum": 1, "max_completion": 2048,
-             "defaults": {"sft_n": 60, "rl_n": 20, "eval_n": 20, "llm_teacher_n": 0, "sft_epochs": 3.0,
+             "defaults": {"sft_n": 40, "rl_n": 20, "eval_n": 20, "llm_teacher_n": 0, "sft_epochs": 3.0,
                           "rl_steps": 30, "budget": 2048, "max_steps": 6, "step_tokens": 128}},
 }
 
@@ -135,10 +138,10 @@ class Experiment:
         self.results_path = a.out / "results.json"
         self.results: dict[str, Any] = json.loads(self.results_path.read_text()) if self.results_path.is_file() else {}
         self.deadline = time.time() + 60 * a.deadline_min if a.deadline_min else None
-        self.sft_qs, self.ds = load_questions(QuestionsSection(path=a.questions, offset=0, limit=a.sft_n))
-        self.rl_qs, ds_rl = load_questions(QuestionsSection(path=a.questions, offset=a.sft_n, limit=a.rl_n))
+        self.sft_qs, self.ds = load_questions(QuestionsSection(path=a.questions, offset=a.start, limit=a.sft_n))
+        self.rl_qs, ds_rl = load_questions(QuestionsSection(path=a.questions, offset=a.start + a.sft_n, limit=a.rl_n))
         self.ev_qs, ds_ev = load_questions(
-            QuestionsSection(path=a.questions, offset=a.sft_n + a.rl_n, limit=a.eval_n))
+            QuestionsSection(path=a.questions, offset=a.start + a.sft_n + a.rl_n, limit=a.eval_n))
         self.all_ds = self.ds.model_copy(update={"examples": self.ds.examples + ds_rl.examples + ds_ev.examples})
         self.options = RunOptions(max_steps=a.max_steps, context_budget=a.budget, fold_summary="deterministic",
                                   search_top_k=2, result_chars=300, read_chars=600, step_max_tokens=a.step_tokens)
@@ -160,7 +163,7 @@ class Experiment:
         pr = PROFILES[a.profile]
         return RLRunConfig.model_validate({
             "model": {"path": str(a.out / "sft" / "final")}, "output_dir": str(a.out / "rl"), "resume": True,
-            "questions": {"path": str(a.questions), "offset": a.sft_n, "limit": a.rl_n}, "corpus": self.corpus,
+            "questions": {"path": str(a.questions), "offset": a.start + a.sft_n, "limit": a.rl_n}, "corpus": self.corpus,
             "env": {"run": {"context_budget": a.budget, "max_steps": a.max_steps, "search_top_k": 2,
                             "result_chars": 300, "read_chars": 600, "step_max_tokens": a.step_tokens},
                     "reward": {"context_budget": a.budget, "cost_per_1k": 0.5}},
