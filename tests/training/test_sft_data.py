@@ -16,13 +16,13 @@ from training.sft.data import (
     AcceptConfig,
     TrainingQuestion,
     agent_run_fn,
-    assistant_mask_report,
     generate_trajectories,
     judge,
     read_trajectories,
     trajectory_rows,
     write_dataset,
 )
+from training.sft.mask import assistant_mask_report
 
 
 class ScriptedTeacher:
