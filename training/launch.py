@@ -72,8 +72,9 @@ def build_sft_data(cfg: SFTRunConfig) -> Any:
     t = cfg.teacher
     questions, dataset = load_questions(cfg.questions)
     options = corpus_settings(cfg.corpus).run_options(**t.run.model_dump())
+    log = _partial_log(cfg)  # refuses a record of another configuration before any model loads
     if t.backend == "workflow":
-        return _workflow_data(cfg, questions, dataset, options)
+        return _workflow_data(cfg, questions, dataset, options, log)
     llm = None if t.backend == "oracle" else teacher_model(cfg)
     oracle = None
     if t.backend == "oracle" or t.oracle_fill != "none":
@@ -83,12 +84,12 @@ def build_sft_data(cfg: SFTRunConfig) -> Any:
         trajs = mixed_trajectories(
             questions, agent_run_fn(backend, options), llm=llm, llm_n=t.llm_questions, oracle=oracle,
             fill="all" if t.backend == "oracle" else t.oracle_fill, accept=cfg.accept,
-            on_done=_progress(cfg), workers=t.workers,
+            workers=t.workers, log=log,
         )
     return write_dataset(trajs, cfg.data_dir, source=str(cfg.questions.path), cfg=cfg.accept)
 
 
-def _workflow_data(cfg: SFTRunConfig, questions: list[Any], dataset: Any, options: Any) -> Any:
+def _workflow_data(cfg: SFTRunConfig, questions: list[Any], dataset: Any, options: Any, log: Any) -> Any:
     """The workflow teacher (``training.sft.teachers.MemoryWorkflow``) on the questions, then on long tasks
     built from them (``[teacher.long_tasks]``, their own step cap); its reader is ``Settings.llm``, its
     token counts the student's."""
@@ -101,6 +102,7 @@ def _workflow_data(cfg: SFTRunConfig, questions: list[Any], dataset: Any, option
         MemoryWorkflow,
         long_questions,
         policy_run_fn,
+        policy_teacher,
         policy_trajectories,
     )
     from training.sft.train import ensure_model
@@ -113,23 +115,27 @@ def _workflow_data(cfg: SFTRunConfig, questions: list[Any], dataset: Any, option
     tasks = long_questions(dataset, lt.count, lt.k, lt.cross_refs, lt.seed) if lt.count else []
     model = CountedBy(teacher_model(cfg), HFChatModel(load_tokenizer(ensure_model(cfg.model))))
     long_options = options.model_copy(update={"max_steps": max(options.max_steps, lt.max_steps)})
+    log.expect(policy_teacher(MemoryWorkflow), [*questions, *tasks])  # the total, resumed ones first
     with open_backend(cfg.corpus, dataset) as backend:
         trajs = [traj for qs, opts in ((questions, options), (tasks, long_options)) if qs
                  for traj in policy_trajectories(qs, policy_run_fn(backend, model, opts), MemoryWorkflow,
-                                                 workers=t.workers, on_done=_progress(cfg))]  # fmt: skip
+                                                 workers=t.workers, log=log)]  # fmt: skip
     return write_dataset(trajs, cfg.data_dir, source=str(cfg.questions.path), cfg=cfg.accept)
 
 
-def _progress(cfg: SFTRunConfig) -> Any:
+def _partial_log(cfg: SFTRunConfig) -> Any:
+    """The run's partial record in ``cfg.data_dir`` (``training.sft.resume``), resumed per ``cfg.resume``."""
     from training.sft.data import judge
+    from training.sft.resume import PARTIAL, TrajectoryLog, data_config
 
-    def report(traj: Any) -> None:
+    def describe(traj: Any) -> str:
         v = judge(traj, cfg.accept)
         c = traj.run.counters
-        print(f"[teacher] {traj.question_id}: {'kept' if v.accepted else 'rejected'} ({v.reason}); "
-              f"{len(traj.run.steps)} steps, {c.folds} folds, peak {c.peak_context_tokens} tokens", flush=True)
+        return (f"{traj.question_id}: {'kept' if v.accepted else 'rejected'} ({v.reason}); "
+                f"{len(traj.run.steps)} steps, {c.folds} folds, peak {c.peak_context_tokens} tokens")  # fmt: skip
 
-    return report
+    return TrajectoryLog(cfg.data_dir / PARTIAL, data_config(cfg), resume=cfg.resume, describe=describe,
+                         out=lambda line: print(line, flush=True))  # fmt: skip
 
 
 def train_sft(cfg: SFTRunConfig) -> Any:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,6 +43,9 @@ from eventfold.llm.transformers_backend import hf_message, hf_messages, hf_tools
 from eventfold.llm.types import ChatModel, Message, ToolCall
 from training.rl.rewards import correctness
 from training.sft.record import RecordingChatModel, TeacherCall
+
+if TYPE_CHECKING:
+    from training.sft.resume import TrajectoryLog
 
 
 class TrainingQuestion(BaseModel):
@@ -70,6 +73,7 @@ class TeacherTrajectory(BaseModel):
     calls: list[TeacherCall]
     run: RunState
     items: list[list[str]] = Field(default_factory=list)  # a long task's per-item golds (TrainingQuestion)
+    llm_errors: list[str] = Field(default_factory=list)  # the run's failed model calls (the recorder's errors)
 
 
 class Verdict(BaseModel):
@@ -192,44 +196,66 @@ def generate_trajectories(
     *,
     workers: int = 1,
     on_done: Callable[[TeacherTrajectory], None] | None = None,
+    log: TrajectoryLog | None = None,
 ) -> list[TeacherTrajectory]:
     """Run the agent on each question with a recording wrapper around the teacher.
 
     ``run_fn(question, model)`` runs the real agent and returns its final `RunState` (see
-    ``agent_run_fn``); ``on_done`` sees each finished trajectory (progress)."""
+    ``agent_run_fn``); ``on_done`` sees each finished trajectory (progress); ``log`` see ``collect``."""
 
     def one(q: TrainingQuestion) -> TeacherTrajectory:
         rec = RecordingChatModel(teacher)
-        return recorded(q, teacher.name, rec.calls, run_fn(q.question, rec))
+        return recorded(q, teacher.name, rec.calls, run_fn(q.question, rec), rec.errors)
 
-    return collect(questions, one, workers=workers, on_done=on_done)
+    return collect(questions, one, teacher=teacher.name, workers=workers, on_done=on_done, log=log)
 
 
-def recorded(q: TrainingQuestion, teacher: str, calls: list[TeacherCall], run: RunState) -> TeacherTrajectory:
-    """The trajectory of one question's run from its recorded turns."""
+def recorded(
+    q: TrainingQuestion, teacher: str, calls: list[TeacherCall], run: RunState, errors: Sequence[str] = ()
+) -> TeacherTrajectory:
+    """The trajectory of one question's run from its recorded turns (and failed model calls)."""
     return TeacherTrajectory(question_id=q.id, question=q.question, golds=q.golds, teacher=teacher, calls=calls,
-                             run=run, items=q.items)  # fmt: skip
+                             run=run, items=q.items, llm_errors=list(errors))  # fmt: skip
 
 
 def collect(
     questions: Sequence[TrainingQuestion],
     one: Callable[[TrainingQuestion], TeacherTrajectory],
     *,
+    teacher: str = "",
     workers: int = 1,
     on_done: Callable[[TeacherTrajectory], None] | None = None,
+    log: TrajectoryLog | None = None,
 ) -> list[TeacherTrajectory]:
-    """``one(q)`` on each question (``workers`` threads), each finished trajectory shown to ``on_done``."""
+    """``one(q)`` on each question (``workers`` threads), each finished trajectory shown to ``on_done``, in
+    question order. With a ``log`` (``training.sft.resume``) the questions it holds for ``teacher`` are
+    taken from it, not run, and each trajectory run is given to it (recorded, progress shown); an
+    exception of a run stops the others (those already finished stay recorded)."""
+    have = {q.id: t for q in questions if log is not None and (t := log.recorded(teacher, q.id)) is not None}
+    if log is not None:
+        log.expect(teacher, questions)
 
     def done(q: TrainingQuestion) -> TeacherTrajectory:
         traj = one(q)
+        if log is not None:
+            log.add(traj)
         if on_done is not None:
             on_done(traj)
         return traj
 
+    todo = [q for q in questions if q.id not in have]
     if workers <= 1:
-        return [done(q) for q in questions]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(done, questions))
+        new = [done(q) for q in todo]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(done, q) for q in todo]
+            try:
+                new = [f.result() for f in futures]
+            except BaseException:
+                pool.shutdown(cancel_futures=True)
+                raise
+    ran = iter(new)
+    return [have[q.id] if q.id in have else next(ran) for q in questions]
 
 
 def agent_run_fn(backend: Any, options: Any) -> RunFn:

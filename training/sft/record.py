@@ -10,11 +10,16 @@
   status line) and the tool specs on offer, plus the calls the wrapped policy chose. A prompt that
   shows the workflow's suggestion (``suggested: ...``, a line the student is never shown when it runs
   alone) is refused: such a row would teach copying a hint that is not there at inference.
+
+Both keep the run's failed model calls (``errors``: an ``LLMError`` the agent or the policy absorbed,
+such as a reader's that became "not found"): such a run is not a finished trajectory
+(``training.sft.resume.finished``).
 """
 
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -22,7 +27,7 @@ from pydantic import BaseModel, Field
 from agent.policy import Policy, PolicyContext, Turn
 from agent.state import RunState
 from agent.status import SUGGESTED
-from eventfold.llm.types import ChatModel, ChatResponse, Message, ToolCall, ToolSpec
+from eventfold.llm.types import ChatModel, ChatResponse, LLMError, Message, ToolCall, ToolSpec
 
 
 class TeacherCall(BaseModel):
@@ -45,6 +50,7 @@ class RecordingChatModel:
         self.inner = inner
         self.name = inner.name
         self.calls: list[TeacherCall] = []
+        self.errors: list[str] = []
         self._lock = threading.Lock()
 
     def chat(
@@ -58,10 +64,8 @@ class RecordingChatModel:
         max_tokens: int | None = None,
         stop: list[str] | None = None,
     ) -> ChatResponse:
-        resp = self.inner.chat(
-            messages, tools=tools, tool_choice=tool_choice, json_schema=json_schema,
-            temperature=temperature, max_tokens=max_tokens, stop=stop,
-        )
+        resp = noted(self.errors, self.inner.chat, messages, tools=tools, tool_choice=tool_choice,
+                     json_schema=json_schema, temperature=temperature, max_tokens=max_tokens, stop=stop)
         if tools:
             with self._lock:
                 self.calls.append(
@@ -84,6 +88,7 @@ class RecordingPolicy:
         self.inner = inner
         self.name = inner.name
         self.calls: list[TeacherCall] = []
+        self.errors: list[str] = []
 
     def next_call(self, run: RunState, specs: list[ToolSpec], ctx: PolicyContext) -> Turn:
         status = ctx.messages[-1].content if ctx.messages else ""  # the status line (documents are data)
@@ -93,7 +98,29 @@ class RecordingPolicy:
                 f"step {run.next_step}: the prompt shows the workflow's suggestion ({hint!r}); teacher "
                 "turns are recorded as the model policy sees them alone (run with suggest = false)"
             )
-        turn = self.inner.next_call(run, specs, ctx)
+        turn = self.inner.next_call(run, specs, replace(ctx, model=NotedErrors(ctx.model, self.errors)))
         self.calls.append(TeacherCall(messages=[m.model_copy(deep=True) for m in ctx.messages], tools=list(specs),
                                       calls=[c.model_copy(deep=True) for c in turn.calls]))  # fmt: skip
         return turn
+
+
+def noted(errors: list[str], call: Any, *args: Any, **kwargs: Any) -> Any:
+    """``call(*args, **kwargs)``; an ``LLMError`` it raises is noted in ``errors`` and passed on."""
+    try:
+        return call(*args, **kwargs)
+    except LLMError as exc:
+        errors.append(str(exc) or type(exc).__name__)
+        raise
+
+
+class NotedErrors:
+    """A chat model whose failed calls are noted in ``errors`` (see ``noted``)."""
+
+    def __init__(self, inner: ChatModel, errors: list[str]) -> None:
+        self.inner, self.errors, self.name = inner, errors, inner.name
+
+    def chat(self, messages: list[Message], **kwargs: Any) -> ChatResponse:
+        return noted(self.errors, self.inner.chat, messages, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:  # count_tokens, ...: the model's own
+        return getattr(self.inner, name)

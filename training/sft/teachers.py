@@ -52,6 +52,7 @@ from training.sft.data import (
     recorded,
 )
 from training.sft.record import RecordingPolicy
+from training.sft.resume import TrajectoryLog
 
 _STEP = re.compile(r"\bstep (\d+) of (\d+)\b")  # the status line's head (agent.prompts.STATUS)
 _CONTEXT = re.compile(r"\bcontext (\d+) of (\d+) tokens\b")
@@ -151,17 +152,19 @@ def mixed_trajectories(
     accept: AcceptConfig | None = None,
     on_done: Callable[[TeacherTrajectory], None] | None = None,
     workers: int = 1,
+    log: TrajectoryLog | None = None,
 ) -> list[TeacherTrajectory]:
-    """LLM trajectories on the first ``llm_n`` questions (all when None), then the oracle per ``fill``."""
+    """LLM trajectories on the first ``llm_n`` questions (all when None), then the oracle per ``fill``
+    (``log``: the partial record, see ``training.sft.data.collect``)."""
     trajs: list[TeacherTrajectory] = []
     if llm is not None:
         first = list(questions if llm_n is None else questions[:llm_n])
-        trajs += generate_trajectories(first, run_fn, llm, workers=workers, on_done=on_done)
+        trajs += generate_trajectories(first, run_fn, llm, workers=workers, on_done=on_done, log=log)
     if oracle is None or fill == "none":
         return trajs
     kept = {t.question_id for t in trajs if judge(t, accept).accepted}
     todo = [q for q in questions if fill == "all" or q.id not in kept]
-    return trajs + generate_trajectories(todo, run_fn, oracle, on_done=on_done)
+    return trajs + generate_trajectories(todo, run_fn, oracle, on_done=on_done, log=log)
 
 
 # --- the workflow teacher -------------------------------------------------------------------------
@@ -224,14 +227,22 @@ def policy_trajectories(
     *,
     workers: int = 1,
     on_done: Callable[[TeacherTrajectory], None] | None = None,
+    log: TrajectoryLog | None = None,
 ) -> list[TeacherTrajectory]:
-    """Run the agent with a fresh ``policy()`` per question, its turns recorded (``RecordingPolicy``)."""
+    """Run the agent with a fresh ``policy()`` per question, its turns recorded (``RecordingPolicy``);
+    ``log``: the partial record (``training.sft.data.collect``)."""
+    teacher = policy_teacher(policy)
 
     def one(q: TrainingQuestion) -> TeacherTrajectory:
         rec = RecordingPolicy(policy())
-        return recorded(q, f"{rec.name}-teacher", rec.calls, run_fn(q.question, rec))
+        return recorded(q, teacher, rec.calls, run_fn(q.question, rec), rec.errors)
 
-    return collect(questions, one, workers=workers, on_done=on_done)
+    return collect(questions, one, teacher=teacher, workers=workers, on_done=on_done, log=log)
+
+
+def policy_teacher(policy: Callable[[], Policy]) -> str:
+    """The teacher name of a policy's trajectories."""
+    return f"{policy().name}-teacher"
 
 
 def policy_run_fn(backend: Any, model: Any, options: Any) -> PolicyRunFn:
