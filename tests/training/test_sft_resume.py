@@ -163,3 +163,25 @@ def test_threads_record_every_trajectory(lexical_backend, tmp_path) -> None:
     trajs = policy_trajectories(QS, _run_fn(lexical_backend), MemoryWorkflow, workers=3, log=_log(tmp_path))
     assert [t.question_id for t in trajs] == ["q1", "q2", "q3", "q4"]
     assert sorted(r["trajectory"]["question_id"] for r in _records(tmp_path)[1:]) == ["q1", "q2", "q3", "q4"]
+
+
+def test_the_oracle_path_resumes_too(lexical_backend, tmp_path) -> None:
+    from training.sft.teachers import OracleTeacher, oracle_plans
+
+    run = agent_run_fn(lexical_backend, OPTS)
+
+    def killed_at_q2(question, model):
+        if question == QS[1].question:
+            raise Killed(question)
+        return run(question, model)
+
+    def oracle_run(run_fn) -> list:
+        oracle = OracleTeacher(WordModel(), oracle_plans(QS[:2]))
+        return mixed_trajectories(QS[:2], run_fn, llm=None, llm_n=0, oracle=oracle, fill="all", log=_log(tmp_path))
+
+    with pytest.raises(Killed):
+        oracle_run(killed_at_q2)
+    seen: list[str] = []
+    trajs = oracle_run(lambda q, m: seen.append(q) or run(q, m))
+    assert seen == [QS[1].question] and [(t.teacher, t.question_id) for t in trajs] == [
+        ("oracle-teacher", "q1"), ("oracle-teacher", "q2")]

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,9 +43,6 @@ from eventfold.llm.transformers_backend import hf_message, hf_messages, hf_tools
 from eventfold.llm.types import ChatModel, Message, ToolCall
 from training.rl.rewards import correctness
 from training.sft.record import RecordingChatModel, TeacherCall
-
-if TYPE_CHECKING:
-    from training.sft.resume import TrajectoryLog
 
 
 class TrainingQuestion(BaseModel):
@@ -189,6 +186,16 @@ def trajectory_rows(traj: TeacherTrajectory) -> list[dict[str, Any]]:
 RunFn = Callable[[str, ChatModel], RunState]
 
 
+class TrajectoryRecord(Protocol):
+    """What ``collect`` asks of a record of finished trajectories (``training.sft.resume.TrajectoryLog``)."""
+
+    def recorded(self, teacher: str, question_id: str) -> TeacherTrajectory | None: ...
+
+    def expect(self, teacher: str, questions: Sequence[TrainingQuestion]) -> None: ...
+
+    def add(self, traj: TeacherTrajectory) -> None: ...
+
+
 def generate_trajectories(
     questions: Sequence[TrainingQuestion],
     run_fn: RunFn,
@@ -196,7 +203,7 @@ def generate_trajectories(
     *,
     workers: int = 1,
     on_done: Callable[[TeacherTrajectory], None] | None = None,
-    log: TrajectoryLog | None = None,
+    log: TrajectoryRecord | None = None,
 ) -> list[TeacherTrajectory]:
     """Run the agent on each question with a recording wrapper around the teacher.
 
@@ -225,7 +232,7 @@ def collect(
     teacher: str = "",
     workers: int = 1,
     on_done: Callable[[TeacherTrajectory], None] | None = None,
-    log: TrajectoryLog | None = None,
+    log: TrajectoryRecord | None = None,
 ) -> list[TeacherTrajectory]:
     """``one(q)`` on each question (``workers`` threads), each finished trajectory shown to ``on_done``, in
     question order. With a ``log`` (``training.sft.resume``) the questions it holds for ``teacher`` are

@@ -46,13 +46,13 @@ from training.sft.data import (
     RunFn,
     TeacherTrajectory,
     TrainingQuestion,
+    TrajectoryRecord,
     collect,
     generate_trajectories,
     judge,
     recorded,
 )
 from training.sft.record import RecordingPolicy
-from training.sft.resume import TrajectoryLog
 
 _STEP = re.compile(r"\bstep (\d+) of (\d+)\b")  # the status line's head (agent.prompts.STATUS)
 _CONTEXT = re.compile(r"\bcontext (\d+) of (\d+) tokens\b")
@@ -152,7 +152,7 @@ def mixed_trajectories(
     accept: AcceptConfig | None = None,
     on_done: Callable[[TeacherTrajectory], None] | None = None,
     workers: int = 1,
-    log: TrajectoryLog | None = None,
+    log: TrajectoryRecord | None = None,
 ) -> list[TeacherTrajectory]:
     """LLM trajectories on the first ``llm_n`` questions (all when None), then the oracle per ``fill``
     (``log``: the partial record, see ``training.sft.data.collect``)."""
@@ -227,7 +227,7 @@ def policy_trajectories(
     *,
     workers: int = 1,
     on_done: Callable[[TeacherTrajectory], None] | None = None,
-    log: TrajectoryLog | None = None,
+    log: TrajectoryRecord | None = None,
 ) -> list[TeacherTrajectory]:
     """Run the agent with a fresh ``policy()`` per question, its turns recorded (``RecordingPolicy``);
     ``log``: the partial record (``training.sft.data.collect``)."""
