@@ -147,16 +147,31 @@ def test_a_record_of_another_configuration_is_refused(lexical_backend, tmp_path)
     assert fresh.done == {} and _records(tmp_path) == [{"config": changed}]
 
 
-def test_the_data_configuration_leaves_out_the_workers_only() -> None:
-    root = Path(__file__).resolve().parents[2]
+def _shipped() -> SFTRunConfig:
     from training.config import load_config
 
-    cfg = load_config(root / "training" / "configs" / "sft_workflow.toml", SFTRunConfig)
+    return load_config(Path(__file__).resolve().parents[2] / "training/configs/sft_workflow.toml", SFTRunConfig)
+
+
+def test_the_data_configuration_leaves_out_the_workers_only() -> None:
+    cfg = _shipped()
     more = cfg.model_copy(update={"teacher": cfg.teacher.model_copy(update={"workers": 4})})
     assert data_config(more) == data_config(cfg)
     for other in (cfg.model_copy(update={"questions": cfg.questions.model_copy(update={"limit": 60})}),
                   cfg.model_copy(update={"accept": cfg.accept.model_copy(update={"min_f1": 0.5})})):
         assert data_config(other) != data_config(cfg)
+
+
+def test_sft_data_keeps_its_record_in_the_data_dir_and_refuses_another_questions_slice(tmp_path) -> None:
+    from training.launch import _partial_log
+
+    cfg = _shipped().model_copy(update={"data_dir": tmp_path})
+    _partial_log(cfg)
+    assert _records(tmp_path) == [{"config": data_config(cfg)}]
+    other = cfg.model_copy(update={"questions": cfg.questions.model_copy(update={"offset": 40})})
+    with pytest.raises(ResumeRefused, match=r"\(questions changed"):
+        _partial_log(other)
+    assert _partial_log(other.model_copy(update={"resume": False})).done == {}  # resume = false starts over
 
 
 def test_threads_record_every_trajectory(lexical_backend, tmp_path) -> None:
