@@ -39,10 +39,12 @@ class ResumeRefused(ValueError):
 
 def data_config(cfg: SFTRunConfig) -> dict[str, Any]:
     """What the recorded trajectories depend on: the questions (path, offset, limit), the teacher section
-    (its ``workers`` aside: a run may resume with more threads) and the acceptance settings."""
+    (its ``workers`` aside: a run may resume with more threads), the corpus searched and the acceptance
+    settings."""
     q = cfg.questions
     return {
         "questions": None if q is None else {"path": str(q.path), "offset": q.offset, "limit": q.limit},
+        "corpus": None if cfg.corpus is None else cfg.corpus.model_dump(mode="json"),
         "teacher": cfg.teacher.model_dump(mode="json", exclude={"workers"}),
         "accept": cfg.accept.model_dump(mode="json"),
     }
