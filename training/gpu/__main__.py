@@ -59,7 +59,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--tiny", action="store_true", help="tiny model and batches (CPU checks)")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--minutes", type=float, default=8.0, help="time budget of all stages together")
-    ap.add_argument("--learn-steps", type=int, default=None, help="steps per learning arm (default 300; 3 tiny)")
+    ap.add_argument(
+        "--learn-steps", type=int, default=None, help="steps per learning arm (default 300; 3 tiny)"
+    )
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore", category=FutureWarning)
     if args.device == "cuda" and not torch.cuda.is_available():

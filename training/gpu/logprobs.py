@@ -40,7 +40,10 @@ def chunked_token_logprobs(
 
 
 def sequence_logprobs(
-    model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, chunk: int = 1024
+    model: torch.nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None = None,
+    chunk: int = 1024,
 ) -> torch.Tensor:
     """(B, L-1) log-probs of ``input_ids[:, 1:]`` under a causal LM (``model.model`` + output head)."""
     body = getattr(model, model.base_model_prefix)

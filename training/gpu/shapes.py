@@ -55,4 +55,6 @@ REAL_BATCHES = (
     BatchShape(prompts=8, group=8, prompt_len=128, completion_len=1024, micro_batch=16),
     BatchShape(prompts=4, group=16, prompt_len=128, completion_len=4096, micro_batch=16),
 )
-TINY_BATCHES = (BatchShape(prompts=2, group=2, prompt_len=4, completion_len=12, micro_batch=2, logit_chunk=8),)
+TINY_BATCHES = (
+    BatchShape(prompts=2, group=2, prompt_len=4, completion_len=12, micro_batch=2, logit_chunk=8),
+)

@@ -11,7 +11,13 @@ from transformers import Qwen2ForCausalLM
 
 from training.gpu.rollout import sample
 from training.gpu.shapes import REAL_BATCHES, TINY_BATCHES, BatchShape, student_config, tiny_config
-from training.gpu.siras_overlap import SirasUnavailable, load_shaper, measure_overlap, synthetic_rollouts, time_shaping
+from training.gpu.siras_overlap import (
+    SirasUnavailable,
+    load_shaper,
+    measure_overlap,
+    synthetic_rollouts,
+    time_shaping,
+)
 from training.gpu.step import StepReport, completion_batch, expand_advantages, rl_update
 
 
@@ -46,7 +52,11 @@ def time_update(
                            "full_logits_gib_per_micro_batch": round(shape.full_logits_gib(vocab), 2)}  # fmt: skip
     if reports:
         best = min(reports, key=lambda r: r.step_s)
-        out.update(best.to_dict(), timed_steps=len(reports), mean_step_s=sum(r.step_s for r in reports) / len(reports))
+        out.update(
+            best.to_dict(),
+            timed_steps=len(reports),
+            mean_step_s=sum(r.step_s for r in reports) / len(reports),
+        )
     return out
 
 
@@ -55,7 +65,12 @@ def time_sampling(model: Qwen2ForCausalLM, rows: int, prompt_len: int, new_token
     prompts = torch.randint(0, model.config.vocab_size, (rows, prompt_len), device=device)
     sample(model, prompts, 2)  # warm-up
     roll = sample(model, prompts, new_tokens)
-    return {"rows": rows, "new_tokens": new_tokens, "seconds": roll.seconds, "tokens_per_s": roll.tokens_per_s}
+    return {
+        "rows": rows,
+        "new_tokens": new_tokens,
+        "seconds": roll.seconds,
+        "tokens_per_s": roll.tokens_per_s,
+    }
 
 
 def siras_stage(
