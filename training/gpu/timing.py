@@ -28,7 +28,7 @@ def build(device: torch.device, tiny: bool) -> tuple[Qwen2ForCausalLM, torch.opt
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     model = Qwen2ForCausalLM(config).to(device=device, dtype=dtype)
     if not tiny:
-        model.gradient_checkpointing_enable()
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     opt = torch.optim.AdamW(model.parameters(), lr=1e-6, fused=device.type == "cuda")
     return model, opt
 
