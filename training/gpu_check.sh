@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# For GPU clusters with vLLM + TRL + the packaged student. The lent device machine has none of them
+# (no trl, vLLM, pydantic or weights): it runs scripts/gpu_check.sh (python -m training.gpu) instead.
 # Device check sized for ~10 minutes on one H200: the CPU pipeline of training/experiment.py at GPU
 # scale — oracle-teacher SFT data, LoRA SFT (bf16), SIRAS-GRPO with vLLM colocated rollouts
 # (8 rollouts x 4 prompts per step, UCB scheduling), held-out evaluation of the RL policy — then
