@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -21,6 +21,13 @@ from cli.common import console, err_console, fail, needs_extras, safe
 app = typer.Typer(no_args_is_help=True)
 
 ConfigOpt = Annotated[Path, typer.Option("--config", "-c", help="run config (TOML)", exists=False)]
+ReportOpt = Annotated[
+    Literal["none", "tensorboard"] | None,
+    typer.Option("--report-to", help="metrics backend (overrides report_to): tensorboard writes OUTPUT_DIR/tb"),
+]
+ResumeOpt = Annotated[
+    bool | None, typer.Option("--resume/--no-resume", help="continue from the last checkpoint (overrides resume)")
+]
 DryOpt = Annotated[bool, typer.Option("--dry-run", help="validate config, data and launch files; do not train")]
 
 
@@ -88,12 +95,17 @@ def sft_cmd(config: ConfigOpt, dry_run: DryOpt = False) -> None:
 
 @app.command("rl")
 @needs_extras("eventfold train rl")
-def rl_cmd(config: ConfigOpt, dry_run: DryOpt = False) -> None:
+def rl_cmd(config: ConfigOpt, dry_run: DryOpt = False, report_to: ReportOpt = None, resume: ResumeOpt = None) -> None:
     """GRPO with SIRAS advantages in the multi-turn research environment."""
-    from training.launch import check_rl_launch, train_rl
+    from training.config import ConfigError
+    from training.launch import check_rl_launch, rl_override_args, rl_overrides, train_rl
 
-    cfg = _load(config, "rl")
+    try:
+        cfg = rl_overrides(_load(config, "rl"), report_to, resume)
+    except (ConfigError, ValueError) as exc:
+        fail("config error:", exc, code=2)
     check = check_rl_launch(cfg, config)
+    check.command += rl_override_args(report_to, resume)
     if dry_run:
         _report_check(check)
         return
@@ -103,12 +115,28 @@ def rl_cmd(config: ConfigOpt, dry_run: DryOpt = False) -> None:
     if check.command[0] == "accelerate" and not distributed:
         console.print(f"starting: {safe(' '.join(check.command))}")
         raise typer.Exit(subprocess.call(check.command))
+    _report_start(cfg)
     try:
         res = train_rl(cfg)
     except (ValueError, FileNotFoundError) as exc:
         fail("error:", exc, code=2)
     console.print(f"RL: {res.global_step} steps; log {safe(res.log_path)}; model -> {safe(res.final_dir)}")
     _serve_hint(res.final_dir)
+
+
+def _report_start(cfg: Any) -> None:
+    """Which checkpoint the run resumes from and how many steps remain; where TensorBoard reads."""
+    from training.rl.run import resume_point, tensorboard_dir
+
+    point = resume_point(cfg)
+    if point.checkpoint is not None:
+        console.print(f"resuming from {safe(point.checkpoint)} (step {point.step}): "
+                      f"{point.remaining} of {cfg.grpo.max_steps} steps remain")
+    else:
+        why = "--no-resume / resume = false" if not cfg.resume else f"no checkpoint in {safe(cfg.output_dir)}"
+        console.print(f"starting at step 0 ({why}): {cfg.grpo.max_steps} steps")
+    if cfg.report_to == "tensorboard":
+        console.print(f"TensorBoard: tensorboard --logdir {safe(tensorboard_dir(cfg))}")
 
 
 def _serve_hint(final_dir: Path) -> None:

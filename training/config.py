@@ -234,6 +234,9 @@ class RLRunConfig(_Strict):
     model: ModelSection
     output_dir: Path
     resume: bool = True
+    report_to: Literal["none", "tensorboard"] = Field(
+        "none", description="tensorboard: TRL's per-step metrics also go to TensorBoard event files in output_dir/tb"
+    )
     questions: QuestionsSection
     corpus: CorpusSection = Field(default_factory=CorpusSection)
     env: EnvConfig = Field(default_factory=EnvConfig)
@@ -254,6 +257,8 @@ class RLRunConfig(_Strict):
             raise ValueError("async_rollouts trains all parameters of the policy: set lora.enabled = false")
         if self.async_rollouts and self.launch.num_processes > 1:
             raise ValueError("async_rollouts runs in one process (rollout threads + learner): num_processes = 1")
+        if self.async_rollouts and self.report_to != "none":
+            raise ValueError("async_rollouts writes log.jsonl only: set report_to = \"none\"")
         return self
 
 

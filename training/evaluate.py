@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 from agent.state import RunState
 from eventfold.run_options import RunOptions
 from training.rl.rewards import EpisodeOutcome, RewardConfig, episode_reward
-from training.sft.data import TrainingQuestion, agent_run_fn, is_error_result
+from training.sft.data import TrainingQuestion, agent_run_fn, is_error_result, valid_turns
 
 PRESSURE = 0.6  # a run whose context passed this share of the budget was under budget pressure
 
@@ -91,15 +91,14 @@ def score_run(
         tool_calls=c.tool_calls, invalid_calls=c.tool_errors + c.invalid_turns, folds=c.folds, unfolds=c.unfolds,
     )
     r = episode_reward(out, cfg)
-    turns = [s for s in run.steps if s.kind in ("action", "invalid")]
-    valid = sum(1 for s in turns if s.kind == "action" and not any(is_error_result(m) for m in s.results))
+    turns, valid = valid_turns(run)
     calls, errors = turn_calls(run)
     budget = budget or cfg.context_budget
     pressured = c.guard_folds > 0 or any(t > pressure * budget for t in c.context_samples)
     return EpisodeScore(
         qid=qid, reward=r.total, em=r.em, f1=r.f1, answered=out.answer is not None, folds=c.folds, unfolds=c.unfolds,
         guard_folds=c.guard_folds, invalid_turns=c.invalid_turns, tool_errors=c.tool_errors, steps=len(run.steps),
-        peak_context_tokens=c.peak_context_tokens, turns=len(turns), valid_calls=valid, pressure=pressured,
+        peak_context_tokens=c.peak_context_tokens, turns=turns, valid_calls=valid, pressure=pressured,
         answer=run.answer, calls=calls, errors=errors,
     )
 

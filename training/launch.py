@@ -177,6 +177,18 @@ def check_sft(cfg: SFTRunConfig) -> LaunchCheck:
 # --- RL -------------------------------------------------------------------------------------------
 
 
+def rl_overrides(cfg: RLRunConfig, report_to: str | None = None, resume: bool | None = None) -> RLRunConfig:
+    """``cfg`` with the command line's ``--report-to`` / ``--resume`` (None: the config's), re-validated."""
+    updates = {k: v for k, v in (("report_to", report_to), ("resume", resume)) if v is not None}
+    return RLRunConfig.model_validate({**dict(cfg), **updates}) if updates else cfg
+
+
+def rl_override_args(report_to: str | None = None, resume: bool | None = None) -> list[str]:
+    """The same overrides as ``training.launch`` arguments (for the ``accelerate launch`` command)."""
+    return ([] if report_to is None else ["--report-to", report_to]) + (
+        [] if resume is None else ["--resume" if resume else "--no-resume"])
+
+
 def train_rl(cfg: RLRunConfig) -> Any:
     from training.corpus import load_questions, open_backend
     from training.rl.run import run_rl
@@ -316,9 +328,12 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="training.launch")
     p.add_argument("what", choices=["sft", "rl", "sft-data"])
     p.add_argument("--config", required=True, type=Path)
+    p.add_argument("--report-to", choices=["none", "tensorboard"], default=None, help="rl: override report_to")
+    p.add_argument("--resume", action=argparse.BooleanOptionalAction, default=None, help="rl: override resume")
     a = p.parse_args(argv)
     if a.what == "rl":
-        print(train_rl(load_config(a.config, RLRunConfig)).model_dump_json(indent=1))
+        cfg = rl_overrides(load_config(a.config, RLRunConfig), a.report_to, a.resume)
+        print(train_rl(cfg).model_dump_json(indent=1))
     elif a.what == "sft":
         print(train_sft(load_config(a.config, SFTRunConfig)).model_dump_json(indent=1))
     else:

@@ -20,8 +20,10 @@ steps; folds shrink the *rendered* context (what is charged, and what the agent 
 not the training sequence. Tool-result tokens are masked from the loss by TRL (``tool_mask``).
 
 ``research_reward`` is the reward function to pass to the trainer: it reads each rollout's
-environment, returns the episode reward and logs accuracy, F1, folds/unfolds per episode, peak
-context tokens and the answered share (``log_metric``).
+environment, returns the episode reward and logs accuracy, F1, folds/unfolds per episode, the shares of
+episodes that folded / unfolded (``episode/fold_rate``, ``episode/unfold_rate``), the valid-call rate of
+the policy's turns (``episode/valid_call_rate``), peak context tokens and the answered share
+(``log_metric``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from eventfold.run_options import RunOptions, run_options_with
 from eventrag.schema import SearchBackend
 from training.rl.opener import EPISODE_OVER
 from training.rl.rewards import EpisodeOutcome, RewardBreakdown, RewardConfig, episode_reward
+from training.sft.data import valid_turns
 
 # the research environment's own run defaults (short episodes, short results); keys a config leaves out
 RLRunOptions = run_options_with(
@@ -87,6 +90,7 @@ class ResearchEnv:
         self._run: RunState | None = None
         self._golds: list[str] = []
         self._episodes = 0
+        self._refused = 0  # calls this episode refused after its end or at the step cap
         missing = [s.name for s in self._tool_specs() if s.name not in type(self)._registry_tools]
         if missing:  # the registry grew tools for these options: give the class their methods too
             install_registry_tools(type(self), self._tool_specs())
@@ -102,6 +106,7 @@ class ResearchEnv:
         update = self._graph.begin(run.to_graph())
         self._run = RunState.from_graph(update) if update else run
         self._golds = golds_of(row)
+        self._refused = 0
         self._sample_context()
         return self._opening()
 
@@ -125,10 +130,12 @@ class ResearchEnv:
             raise EnvError("call reset() before using a tool")
         if run.status != "running":
             run.counters.tool_errors += 1
+            self._refused += 1
             why = "an answer was given" if run.status == "answered" else run.stop_reason
             return f"error: the episode has ended ({why}); do not call more tools\n{EPISODE_OVER}"
         if len(run.steps) >= self._options.max_steps:
             run.counters.tool_errors += 1
+            self._refused += 1
             run.status, run.stop_reason = "forced", f"step cap of {self._options.max_steps} reached"
             return f"error: step cap of {self._options.max_steps} reached\n{EPISODE_OVER}"
         args = {k: v for k, v in arguments.items() if v is not None}
@@ -180,6 +187,15 @@ class ResearchEnv:
 
     def _reward(self) -> RewardBreakdown:
         return episode_reward(self._outcome(), self._config.reward)
+
+    def _turns(self) -> tuple[int, int]:
+        """(policy turns, turns whose call ran without error): the agent's count of an inference run
+        (``training.sft.data.valid_turns``), plus the calls refused after the episode's end or at the step
+        cap, plus the last turn when the episode is still running (TRL's loop ended on a turn without a
+        call: no call, an unparsable one, or the completion budget ran out)."""
+        run = self.run_state
+        turns, valid = valid_turns(run)
+        return turns + self._refused + (run.status == "running"), valid
 
 
 # --- tool methods from the registry ----------------------------------------------------------------
@@ -270,6 +286,11 @@ def research_reward(
         log_metric("episode/peak_context_tokens", sum(o.peak_context_tokens for o in outcomes) / n)
         log_metric("episode/context_cost", sum(r.context_cost for r in rewards) / n)
         log_metric("episode/format", sum(r.format for r in rewards) / n)
+        log_metric("episode/fold_rate", sum(o.folds > 0 for o in outcomes) / n)  # share of episodes that folded
+        log_metric("episode/unfold_rate", sum(o.unfolds > 0 for o in outcomes) / n)
+        turns = [e._turns() for e in environments]
+        all_turns = sum(t for t, _ in turns)
+        log_metric("episode/valid_call_rate", sum(v for _, v in turns) / all_turns if all_turns else 0.0)
     return [r.total for r in rewards]
 
 

@@ -9,9 +9,12 @@ named by ``advantage.method`` (``training.rl.advantages``: grpo, siras and its a
 generation.
 
 Logged every step (``log.jsonl`` in the output folder, TRL's names): ``reward``, ``episode/em``,
-``episode/f1``, ``episode/folds``, ``episode/unfolds``, ``episode/peak_context_tokens``,
-``frac_reward_zero_std`` (degenerate groups), ``entropy``, and ``schedule/cluster`` when adaptive
-scheduling is on.
+``episode/f1``, ``episode/folds``, ``episode/unfolds``, ``episode/fold_rate``, ``episode/unfold_rate``,
+``episode/valid_call_rate``, ``episode/peak_context_tokens``, ``frac_reward_zero_std`` (degenerate
+groups), ``entropy``, ``kl`` (when ``beta`` > 0), ``step_time``, and ``schedule/cluster`` when adaptive
+scheduling is on. With ``report_to = "tensorboard"`` the same metrics go, as the run trains, to
+TensorBoard event files in ``output_dir/tb``; the run's config is saved as ``output_dir/run_config.json``.
+``resume`` (on by default) continues from the last checkpoint in ``output_dir`` (``resume_point``).
 
 Adaptive data scheduling (``training.rl.schedule``) replaces TRL's repeat sampler with one that asks
 the UCB scheduler for the next questions; rewards are fed back per group from the reward function,
@@ -33,9 +36,11 @@ import json
 import logging
 import math
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import torch
+from pydantic import BaseModel
 from torch.utils.data import Sampler
 from transformers import TrainerCallback
 
@@ -166,6 +171,7 @@ def grpo_args(cfg: RLRunConfig, world_size: int | None = None) -> Any:
     from trl import GRPOConfig
 
     g = cfg.grpo
+    require_report_backend(cfg.report_to)
     from training.rl.configs import load_rollout_settings
 
     extra: dict[str, Any] = load_rollout_settings(cfg.launch.rollout).grpo_kwargs()
@@ -197,7 +203,7 @@ def grpo_args(cfg: RLRunConfig, world_size: int | None = None) -> Any:
         save_steps=g.save_steps,
         bf16=g.bf16,
         seed=g.seed,
-        report_to="none",
+        report_to=cfg.report_to,
         use_cpu=not torch.cuda.is_available(),
         dataloader_num_workers=0,
         **extra,
@@ -247,6 +253,7 @@ def build_rl_trainer(
         **kwargs,
     )
     trainer.eventfold_scheduler = scheduler
+    log_to_run_dir(trainer, cfg)
     render_registry_schemas(trainer, specs)
     if cfg.grpo.call_opener:
         force_call_opener(trainer, tokenizer)
@@ -259,6 +266,51 @@ def build_rl_trainer(
         n_ctx = cfg.grpo.max_completion_length + 2048  # the prompt (system, tools, question) + every turn
         attach_llama_rollouts(trainer, ensure_model(cfg.model), Settings().cache_dir, n_ctx=n_ctx)
     return trainer
+
+
+def require_report_backend(report_to: str) -> None:
+    """Fail before any model loads when the metrics backend's package is missing."""
+    import importlib.util
+
+    if report_to == "tensorboard" and importlib.util.find_spec("tensorboard") is None:
+        raise ValueError(
+            "report_to = \"tensorboard\" needs the tensorboard package: pip install 'eventfold[train]' "
+            "(or pip install tensorboard)"
+        )
+
+
+def tensorboard_dir(cfg: RLRunConfig) -> Path:
+    """The run's TensorBoard log folder (one per run; a resumed run appends to it)."""
+    return cfg.output_dir / "tb"
+
+
+def log_to_run_dir(trainer: Any, cfg: RLRunConfig) -> None:
+    """Point transformers' TensorBoard callback at ``tensorboard_dir`` (its own default is a new
+    timestamped folder per start, and its only setting is a process-wide environment variable)."""
+    from transformers.integrations import TensorBoardCallback
+
+    for cb in trainer.callback_handler.callbacks:
+        if isinstance(cb, TensorBoardCallback):
+            cb.logging_dir = str(tensorboard_dir(cfg))
+
+
+class ResumePoint(BaseModel):
+    """Where a run starts: the checkpoint it resumes from (None: step 0) and the steps left to train."""
+
+    checkpoint: str | None
+    step: int
+    remaining: int
+
+
+def resume_point(cfg: RLRunConfig) -> ResumePoint:
+    """The last checkpoint in ``output_dir`` when ``cfg.resume`` (the asynchronous pipeline always
+    starts at step 0)."""
+    ckpt = last_checkpoint(cfg.output_dir) if cfg.resume and not cfg.async_rollouts else None
+    step = 0
+    if ckpt is not None:
+        state = Path(ckpt) / "trainer_state.json"
+        step = int(json.loads(state.read_text()).get("global_step", 0)) if state.is_file() else 0
+    return ResumePoint(checkpoint=ckpt, step=step, remaining=max(0, cfg.grpo.max_steps - step))
 
 
 def render_registry_schemas(trainer: Any, specs: list[Any]) -> None:
@@ -277,14 +329,24 @@ def render_registry_schemas(trainer: Any, specs: list[Any]) -> None:
         env_tools[name] = wanted
 
 
+RUN_CONFIG = "run_config.json"
+
+
+def save_run_config(cfg: RLRunConfig) -> None:
+    """The run's config beside its log (what ``training.curves`` labels a run with)."""
+    cfg.output_dir.mkdir(parents=True, exist_ok=True)
+    (cfg.output_dir / RUN_CONFIG).write_text(cfg.model_dump_json(indent=1), encoding="utf-8")
+
+
 def run_rl(cfg: RLRunConfig, questions: list[TrainingQuestion], backend: Any, **model_kw: Any) -> RLResult:
+    save_run_config(cfg)
     if cfg.async_rollouts:
         model, tok = model_kw.get("model"), model_kw.get("tokenizer")
         if model is None or tok is None:
             model, tok = load_model_and_tokenizer(ensure_model(cfg.model), dtype=cfg.model.dtype)
         return run_rl_async(cfg, questions, backend, model, tok, build_trainer=build_rl_trainer)
     trainer = build_rl_trainer(cfg, questions, backend, **model_kw)
-    resume = last_checkpoint(cfg.output_dir) if cfg.resume else None
+    resume = resume_point(cfg).checkpoint
     trainer.train(resume_from_checkpoint=resume)
     final = cfg.output_dir / "final"
     model = trainer.model

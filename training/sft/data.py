@@ -88,6 +88,14 @@ def is_error_result(msg: Message) -> bool:
     return msg.content.lstrip().lower().startswith("error")
 
 
+def valid_turns(run: RunState) -> tuple[int, int]:
+    """(model turns, turns whose call ran without error): the valid-call rate's terms (the plan's seed
+    search and framework-forced answers are not model turns)."""
+    turns = [s for s in run.steps if s.kind in ("action", "invalid")]
+    valid = sum(1 for s in turns if s.kind == "action" and not any(is_error_result(m) for m in s.results))
+    return len(turns), valid
+
+
 def judge(traj: TeacherTrajectory, cfg: AcceptConfig | None = None) -> Verdict:
     """Keep or reject one trajectory, with the first reason that rejects it."""
     cfg = cfg or AcceptConfig()
