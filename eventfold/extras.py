@@ -10,7 +10,7 @@ from __future__ import annotations
 # transformers and tokenizers are core (through sentence-transformers), so they are not listed
 EXTRA_OF_MODULE: dict[str, str] = {
     "trl": "train", "peft": "train", "accelerate": "train", "datasets": "train", "numba": "train",
-    "gguf": "train", "sentencepiece": "train", "deepspeed": "train",
+    "gguf": "train", "sentencepiece": "train", "deepspeed": "train", "tensorboard": "train",
     "llama_cpp": "local",
     "vllm": "gpu",
     "pypdf": "pdf",

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+RUN_CONFIG = "run_config.json"  # the run's config, saved in its output folder beside log.jsonl
+
 
 class RLResult(BaseModel):
     output_dir: Path

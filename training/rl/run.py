@@ -52,7 +52,7 @@ from training.config import RLRunConfig
 from training.rl.env import ResearchEnv, research_reward
 from training.rl.opener import force_call_opener, opener_text
 from training.rl.pipeline.research import run_rl_async
-from training.rl.result import RLResult
+from training.rl.result import RUN_CONFIG, RLResult
 from training.rl.schedule import Scheduler, cluster_questions
 from training.rl.tool_parse import with_text_call_repair
 from training.sft.data import TrainingQuestion
@@ -272,10 +272,11 @@ def require_report_backend(report_to: str) -> None:
     """Fail before any model loads when the metrics backend's package is missing."""
     import importlib.util
 
+    from eventfold.extras import install_hint
+
     if report_to == "tensorboard" and importlib.util.find_spec("tensorboard") is None:
-        raise ValueError(
-            "report_to = \"tensorboard\" needs the tensorboard package: pip install 'eventfold[train]' "
-            "(or pip install tensorboard)"
+        raise ModuleNotFoundError(
+            f"report_to = \"tensorboard\" needs the tensorboard package: {install_hint('train')}", name="tensorboard"
         )
 
 
@@ -329,9 +330,6 @@ def render_registry_schemas(trainer: Any, specs: list[Any]) -> None:
         env_tools[name] = wanted
 
 
-RUN_CONFIG = "run_config.json"
-
-
 def save_run_config(cfg: RLRunConfig) -> None:
     """The run's config beside its log (what ``training.curves`` labels a run with)."""
     cfg.output_dir.mkdir(parents=True, exist_ok=True)
@@ -339,6 +337,7 @@ def save_run_config(cfg: RLRunConfig) -> None:
 
 
 def run_rl(cfg: RLRunConfig, questions: list[TrainingQuestion], backend: Any, **model_kw: Any) -> RLResult:
+    require_report_backend(cfg.report_to)
     save_run_config(cfg)
     if cfg.async_rollouts:
         model, tok = model_kw.get("model"), model_kw.get("tokenizer")
