@@ -133,7 +133,8 @@ def _report_start(cfg: Any) -> None:
         console.print(f"resuming from {safe(point.checkpoint)} (step {point.step}): "
                       f"{point.remaining} of {cfg.grpo.max_steps} steps remain")
     else:
-        why = "--no-resume / resume = false" if not cfg.resume else f"no checkpoint in {safe(cfg.output_dir)}"
+        why = ("--no-resume / resume = false" if not cfg.resume else "async_rollouts do not resume"
+               if cfg.async_rollouts else f"no checkpoint in {safe(cfg.output_dir)}")
         console.print(f"starting at step 0 ({why}): {cfg.grpo.max_steps} steps")
     if cfg.report_to == "tensorboard":
         console.print(f"TensorBoard: tensorboard --logdir {safe(tensorboard_dir(cfg))}")
