@@ -1,7 +1,7 @@
 """The real student: the packaged Qwen2.5-Coder-0.5B GGUF loaded through the GGUF path (dequantized
-once, then read from the cache), one SFT step and one SIRAS-GRPO step with LoRA on 2 prompts x 2
-rollouts of real generation in the research environment; the adapter changes and the loss is finite.
-Sequences are kept short so the whole test stays in a few minutes on two CPU cores."""
+once, then read from the cache), one LoRA SFT step (the adapter changes, the loss is finite) and its
+GGUF export served through llama.cpp. The RL loop is tested on the tiny student
+(tests/training/test_lora_gguf_slow.py); the real student's RL step is measured by bench/rl_step.py."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ import torch
 from eventfold.models import get_model, is_installed, model_file
 from eventfold.settings import Settings
 from training.common.loading import SOURCE_FILE, converted_dir, resolve_model_dir
-from training.config import RLRunConfig, SFTRunConfig
-from training.sft.data import TrainingQuestion
+from training.config import SFTRunConfig
 
 pytestmark = pytest.mark.slow
 
@@ -69,38 +68,6 @@ def test_sft_step_with_lora(tmp_path, student_dir) -> None:
     after = _lora_params(trainer.model)
     assert math.isfinite(out.training_loss) and out.training_loss > 0
     assert any(not torch.equal(before[n], after[n]) for n in before)
-
-
-def test_grpo_step_with_lora_real_rollouts(tmp_path, student_dir, lexical_backend, tiny_questions) -> None:
-    from training.rl.run import build_rl_trainer
-
-    cfg = RLRunConfig.model_validate({
-        "model": {"packaged": NAME}, "output_dir": str(tmp_path / "rl"), "questions": {"path": str(tmp_path)},
-        "env": {"run": {"context_budget": 1500, "max_steps": 2, "search_top_k": 1, "result_chars": 120},
-                "reward": {"context_budget": 1500}},
-        "grpo": {"num_generations": 2, "per_device_train_batch_size": 2, "max_steps": 1, "learning_rate": 1e-3,
-                 "max_completion_length": 48, "max_tool_calling_iterations": 1, "temperature": 1.0},
-        # adapters on the last two layers only: the backward pass stops there (CPU time)
-        "lora": {"enabled": True, "r": 4, "alpha": 8, "layers": [22, 23]},
-        # a first batch whose groups are all degenerate still trains (SIRAS residuals need an s_batch);
-        # structural chunks and no surprise gate: no extra log-prob forward pass
-        "advantage": {"method": "siras", "siras": {"s_batch_fallback": 0.5, "chunking": "structure", "gate": False}},
-        # rollouts through llama.cpp with the step's adapter, as RL runs on CPU (Hugging Face generate
-        # samples the 0.5B at a few tokens/s)
-        "launch": {"rollout": "llama_cpp"},
-    })  # fmt: skip
-    qs = [TrainingQuestion(id=q["id"], question=q["question"], golds=[q["answer"]]) for q in tiny_questions[:1]]
-    trainer = build_rl_trainer(cfg, qs, lexical_backend)
-    before = _lora_params(trainer.model)
-    assert before
-    try:
-        trainer.train()
-    finally:
-        trainer.rollout_engine.close()
-    after = _lora_params(trainer.model)
-    step = next(x for x in trainer.state.log_history if "reward" in x)
-    assert math.isfinite(step["loss"])
-    assert any(not torch.equal(before[n], after[n]) for n in before), step
 
 
 def test_gguf_export_serves_the_student_in_its_training_format(student_dir) -> None:
