@@ -11,7 +11,13 @@ cause by what states its link to the subject:
    the subject;
 3. a chain: the causes of a cause found so (up to `MAX_DEPTH` links), each link discounting the score;
 4. weakly, a dated event before the subject that names a rare participant of the subject's own
-   sentences (the element the recall order names, the supplier the contract names): link "BEFORE".
+   sentences (the element the recall order names, the supplier the contract names): link "BEFORE";
+5. with `chain=N`, the causes of the N best causes themselves (`_chained`): each of them ranked as a
+   subject in its own right, its causes added a link deeper, scored CHAIN_DISCOUNT x its score x theirs
+   and kept with their own link and the cause they lead through (`via`). A cause found only through the
+   intermediate's entity link must be the nearest dated event before it in its own document, with a rare
+   shared participant (see `_next_before`): an entity link alone is weak, and a second one inside a report
+   would pull in any earlier event the report tells.
 
 A cause dated after the subject cannot be its cause and loses most of its score. Words match by stem
 and weigh by rarity among the passages' sentences (IDF), so the corpus' topic word counts for little.
@@ -40,6 +46,7 @@ CHAIN_DISCOUNT = 0.8  # each link further from the subject
 MIN_MATCH = 0.5  # share of a text's weighted words a span must hold to name it
 ENTITY_WEIGHT = 0.3  # a shared rare participant is weaker evidence than any connective
 LATE_PENALTY = 0.2  # a "cause" dated after the subject
+RARE_NAME = 0.5  # a chained entity link's shared participant: at least this rare (1.0: no other sentence names it)
 SHORT_SPAN = 3  # a cause of at most this many words ("the crack") is shown with the sentence telling it
 _OPENS_WITH_REFERENCE = re.compile(r"^(?:this|that|these|it|they|he|she|the\s+[a-z]+)\b", re.I)
 
@@ -63,6 +70,12 @@ class Ranked:
     time: EventTime | None = None
     event_chunk: str = ""  # the chunk whose sentence dates the event (may differ from the support's)
     depth: int = 1
+    via: str = ""  # a chained cause: the cause of the subject it leads to the subject through
+
+    @property
+    def full_support(self) -> str:
+        """The support, with the event it leads through for a chained cause."""
+        return f"{self.support} (via: {self.via})" if self.via else self.support
 
     @property
     def date(self) -> str:
@@ -257,15 +270,16 @@ def _entity_links(
         shared = sorted(n for n in names if n in text)
         got = min(1.0, sum(rarity[n] for n in shared))
         if got > 0:
-            support = f"names {', '.join(shared)} as the subject does"
+            support = f"names {', '.join(shared)}, as the later event does"
             out.append(Ranked(s.text, ENTITY_WEIGHT * got, "BEFORE", support, _chunk(passages, s), time, _chunk(passages, s)))
     return out
 
 def rank_causes(
     subject: str, passages: Sequence[Passage], graph_links: Sequence[GraphLink] = (), embed: Embed | None = None,
-    *, limit: int = 8,
+    *, limit: int = 8, chain: int = 0,
 ) -> Ranking:
-    """The candidate causes of `subject` in `passages`, best first (see the module's doc)."""
+    """The candidate causes of `subject` in `passages`, best first (see the module's doc); with `chain`, the
+    causes of its `chain` best causes too (point 5)."""
     sents = sentences_of(passages)
     m = Matcher([s.text for s in sents])
     target = find_subject(subject, passages, embed)
@@ -287,7 +301,55 @@ def rank_causes(
         ranked.append(Ranked(text, score, link, st.link.sentence, st.chunk_id, time, event_chunk or st.chunk_id, depth))
     if target is not None:
         ranked += _entity_links(target, sents, passages, m)
-    return Ranking(target, _settle(ranked, effects, target, m, subject)[:limit], effects)
+    causes = _settle(ranked, effects, target, m, subject)
+    if chain and target is not None:
+        mids = [r for r in causes[:chain] if _penalty(r, effects, target, m) == 1.0]
+        causes = _settle(ranked + _chained(mids, passages, graph_links, embed, limit), effects, target, m, subject)
+        # the best cause found through each intermediate stays listed, past `limit` if need be
+        vias = {c.via for c in causes[:limit]}
+        extra = [c for c in causes[limit:] if c.via and c.via not in vias and not vias.add(c.via)]
+        return Ranking(target, causes[:limit] + extra, effects)
+    return Ranking(target, causes[:limit], effects)
+
+
+def _chained(mids: Sequence[Ranked], passages: Sequence[Passage], graph_links: Sequence[GraphLink],
+             embed: Embed | None, limit: int) -> list[Ranked]:
+    """The causes of each of `mids` (causes of the subject), a link deeper: connective and CAUSES links as
+    found, entity links only to the nearest dated event before the intermediate in its own document."""
+    out: list[Ranked] = []
+    for mid in mids:
+        if mid.depth >= MAX_DEPTH:
+            continue
+        own = rank_causes(mid.text, passages, graph_links, embed, limit=limit)
+        for c in own.causes:
+            if mid.depth + c.depth > MAX_DEPTH or own.subject is None:
+                continue
+            if c.link == "BEFORE" and not _next_before(c, own.subject, passages):
+                continue
+            out.append(replace(c, score=CHAIN_DISCOUNT * mid.score * c.score, depth=mid.depth + c.depth,
+                               via=mid.text))
+    return out
+
+
+def _next_before(cause: Ranked, mid: Ranked, passages: Sequence[Passage]) -> bool:
+    """`cause` (an entity link of `mid`) shares a rare participant with it (`RARE_NAME`) and is, in `mid`'s
+    own document, the dated event nearest before it: no other dated sentence of that document falls
+    between them. An admission test, not a ranking: the candidates kept are still ranked by their links."""
+    doc = {str(getattr(p, "chunk_id", "") or p.doc_id): p.doc_id for p in passages}
+    if (cause.score < ENTITY_WEIGHT * RARE_NAME or mid.time is None or cause.time is None
+            or doc.get(cause.chunk_id) != doc.get(mid.chunk_id)):
+        return False
+    own = [p for p in passages if p.doc_id == doc.get(mid.chunk_id)]
+    between = [t for s in sentences_of(own) if s.text not in (cause.text, mid.text)
+               for t in [_dated(s.text)] if t is not None and _before(t, mid) and (t.start or "") > (cause.date or "")]
+    return not between
+
+
+def _penalty(r: Ranked, effects: Sequence[Ranked], subject: Ranked | None, m: Matcher) -> float:
+    """The factor `r`'s score loses: dated after the subject, or one of the subject's own effects."""
+    factor = LATE_PENALTY if _late(r.time, subject) else 1.0
+    return factor * LATE_PENALTY if any(m.share(e.text, r.text) >= 0.6 for e in effects) else factor
+
 
 def _settle(ranked: list[Ranked], effects: Sequence[Ranked], subject: Ranked | None, m: Matcher,
             subject_words: str) -> list[Ranked]:
@@ -295,11 +357,7 @@ def _settle(ranked: list[Ranked], effects: Sequence[Ranked], subject: Ranked | N
     (its best score); best first, ties by depth then text order."""
     out: list[Ranked] = []
     for r in sorted(ranked, key=lambda r: -r.score):
-        score = r.score
-        if _late(r.time, subject):
-            score *= LATE_PENALTY
-        if any(m.share(e.text, r.text) >= 0.6 for e in effects):
-            score *= LATE_PENALTY
+        score = r.score * _penalty(r, effects, subject, m)
         if r.text == subject_words or (subject is not None and r.text == subject.text):
             continue  # the subject itself
         same = next((o for o in out if m.share(r.text, o.text) >= 0.8 and m.share(o.text, r.text) >= 0.8), None)

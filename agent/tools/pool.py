@@ -46,6 +46,15 @@ def gather(ctx: ToolContext, queries: Sequence[str], have: Sequence[Chunk] = (),
     return out
 
 
+def documents(ctx: ToolContext, have: Sequence[Chunk], chunk_ids: Sequence[str]) -> list[Chunk]:
+    """`have`, then the documents holding `chunk_ids` (chunks of `have`) in full."""
+    doc_of = {c.chunk_id: c.doc_id for c in have}
+    out = list(have)
+    for doc in dict.fromkeys(doc_of[c] for c in chunk_ids if c in doc_of):
+        out = merged(out, ctx.backend.get_document_chunks(doc)[:MAX_DOC_CHUNKS])
+    return out
+
+
 def merged(first: Sequence[Chunk], then: Sequence[Chunk]) -> list[Chunk]:
     """`first`, then the chunks of `then` not in it."""
     ids = {c.chunk_id for c in first}

@@ -6,7 +6,9 @@ with the subject) — never by time order or position. "before" / "after" / "aro
 that share the subject's words or names, in time order, before / after / on both sides of it.
 
 The passages: the subject's search hits, the chunks the run has seen, and for causes the hits of the
-best causes found (the next link of a chain is often told in another document). Lines are
+best causes found (the next link of a chain is often told in another document) and those causes' own
+documents in full; the best causes' own causes are ranked in turn and listed a link deeper, with the
+cause they lead through ("via"). Lines are
 `[c:ID] YYYY-MM-DD event (link: "supporting sentence")`; the chunks shown become evidence the model can cite.
 """
 
@@ -14,33 +16,43 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from agent.causal import MIN_MATCH, Matcher, Ranked, find_subject, rank_causes
+from agent.causal import MIN_MATCH, Matcher, Ranked, Ranking, find_subject, rank_causes
 from agent.event_links import backend_graph, causal_edges
 from agent.focus import backend_embed, sentences_of, words
 from agent.prompts import DATA_NOTE
 from agent.tools.context import ToolContext, neutralize
-from agent.tools.pool import evidence_for, gather, merged, seen_chunks
+from agent.tools.pool import documents, evidence_for, gather, merged, seen_chunks
 from agent.tools.registry import Tool, ToolError, ToolResult
 from agent.tools.search import snippet
 from eventrag.dates import find_dates
 from eventrag.index.rules_extract import find_entities
+from eventrag.schema import Chunk
 
 Relation = Literal["causes", "before", "after", "around"]
 SHOWN = 5  # events shown to the model
 CHAIN_SEARCHES = 2  # extra searches for the best causes' own causes (their documents read in full)
+CHAIN_FROM = 4  # the best causes whose own causes are ranked in turn (a link deeper)
+CHAIN_SHOWN = 2  # causes past SHOWN still shown when they lead through a shown one
 TEXT_CHARS, SUPPORT_CHARS = 160, 150
 
 
 def _causes(ctx: ToolContext, subject: str) -> tuple[Ranked | None, list[Ranked]]:
     embed = backend_embed(ctx.backend)
     graph = backend_graph(ctx.backend)
+
+    def rank(passages: list[Chunk], chain: int = 0) -> Ranking:
+        links = causal_edges(graph, [p.chunk_id for p in passages]) if graph else ()
+        return rank_causes(subject, passages, links, embed, chain=chain)
+
     passages = merged(gather(ctx, [subject]), seen_chunks(ctx))
-    ranking = rank_causes(subject, passages, causal_edges(graph, [p.chunk_id for p in passages]) if graph else (), embed)
+    ranking = rank(passages)
     chain = [r.text for r in ranking.causes if r.link != "BEFORE"][:CHAIN_SEARCHES]
     if chain:  # the causes' own causes may be told elsewhere
         passages = gather(ctx, chain, passages, whole_docs=len(chain))
-        links = causal_edges(graph, [p.chunk_id for p in passages]) if graph else ()
-        ranking = rank_causes(subject, passages, links, embed)
+        ranking = rank(passages)
+    # the best causes' own documents in full: the event before one of them is often told beside it
+    passages = documents(ctx, passages, [r.event_chunk or r.chunk_id for r in ranking.causes[:CHAIN_FROM]])
+    ranking = rank(passages, CHAIN_FROM)
     return ranking.subject, ranking.causes
 
 
@@ -81,12 +93,14 @@ def _line(r: Ranked) -> str:
     extra = f" [c:{r.chunk_id}]" if r.chunk_id and r.chunk_id != r.event_chunk else ""
     why = {"connective": "linked by", "CAUSES": "graph CAUSES", "BEFORE": "", "none": ""}[r.link]
     support = f'{why} "{snippet(r.support, SUPPORT_CHARS)}"{extra}' if why else r.support
+    if r.via:  # a chained cause: the cause of the subject it leads through
+        support += f'; via "{snippet(r.via, SUPPORT_CHARS)}"'
     return f"{cite} {when} {neutralize(snippet(r.text, TEXT_CHARS))} ({neutralize(support)})"
 
 
 def _event_data(r: Ranked) -> dict[str, Any]:
     return {"text": r.text, "date": r.date or None, "chunk_id": r.event_chunk or r.chunk_id, "score": r.score,
-            "link": r.link, "support": r.support, "support_chunk": r.chunk_id, "depth": r.depth}
+            "link": r.link, "support": r.full_support, "support_chunk": r.chunk_id, "depth": r.depth}
 
 
 def make_timeline(ctx: ToolContext) -> Tool:
@@ -104,7 +118,8 @@ def make_timeline(ctx: ToolContext) -> Tool:
         if target is None and not events:
             return ToolResult(content=f"No event matching {subject!r} was found. Search for it first or use other words.",
                               data={"subject": None, "events": []})
-        shown = events[:SHOWN]
+        shown = events[:SHOWN]  # and a cause found through one of them: the chain's next link
+        shown += [r for r in events[SHOWN:] if r.via in {s.text for s in shown}][:CHAIN_SHOWN]
         head = f"Timeline of {neutralize(subject)!r} ({relation}) {DATA_NOTE}:"
         lines = [head]
         if target is not None:
