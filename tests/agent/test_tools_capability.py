@@ -121,6 +121,21 @@ def test_timeline_ranks_the_demo_supplier_events_above_the_founding_and_the_reca
     assert all(e["date"] is None or e["date"] < "2015-01-09" for e in events if e["score"] >= events[cause]["score"])
 
 
+def test_timeline_follows_the_demo_chain_to_the_fire_through_the_contract_it_led_to(sample: Any):
+    """recall <- emergency contract <- fire: nothing links the fire to the recall but the contract, told
+    beside it; the fire comes a link deeper, named with the contract, above unrelated earlier events and effects."""
+    result = _call(sample, "timeline", subject="the 2015 SeaGuard recall", relation="causes")
+    events = result.data["events"]
+    fire = _first(events, ["fire broke out"])
+    assert fire < len(events), [e["text"] for e in events]
+    assert events[fire]["depth"] >= 2 and "via: " in events[fire]["support"]
+    via = events[fire]["support"].split("via: ", 1)[1]
+    assert _first(events, [via[:60]]) < fire  # the intermediate is itself a listed cause
+    assert fire < _first(events, ["registered Halvorsen Tidewater", "Tidemark 200", "five-year supply agreement"])
+    assert fire < _first(events, ["NOK 38 million", "resigned as chief executive", "Vestkyst"])
+    assert "fire broke out" in result.content and f"[c:{events[fire]['chunk_id']}]" in result.content
+
+
 def test_timeline_before_lists_dated_events_in_time_order_before_the_subject(riverside: Any):
     result = _call(riverside, "timeline", subject="the boil-water notice in Fennick in July 2013", relation="before")
     dates = [e["date"] for e in result.data["events"]]
