@@ -252,6 +252,11 @@ def _effects(m: Matcher, subject: str, stated: Sequence[_Stated]) -> list[Ranked
             out.append(Ranked(st.link.effect, 0.0, "connective", st.link.sentence, st.chunk_id))
     return out
 
+def _names(text: str, name: str) -> bool:
+    """`text` (lower case) names `name` as whole words: "Vell" is not named by "Kvell"."""
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
+
+
 def _entity_links(
     subject: Ranked, sents: Sequence[Sentence], passages: Sequence[Passage], m: Matcher
 ) -> list[Ranked]:
@@ -267,7 +272,7 @@ def _entity_links(
         time = _dated(s.text)
         if s.text == subject.text or time is None or not _before(time, subject):
             continue
-        shared = sorted(n for n in names if n in text)
+        shared = sorted(n for n in names if _names(text, n))
         got = min(1.0, sum(rarity[n] for n in shared))
         if got > 0:
             support = f"names {', '.join(shared)}, as the later event does"

@@ -79,3 +79,10 @@ def test_a_connective_link_into_an_intermediate_is_followed_when_only_the_chain_
     burned = _find(causes, "had burned down")
     assert burned and burned[0].link == "connective" and burned[0].depth >= 2 and "signed" in burned[0].via
     assert not _find(_causes(docs, chain=0), "had burned down")
+
+
+def test_a_name_inside_a_longer_word_is_no_shared_participant():
+    from agent.causal import _names
+
+    assert _names("the kvell plant burned", "kvell") and not _names("the kvell plant burned", "vell")
+    assert _names("sold to vell ab.", "vell ab") and not _names("sold to vell abc", "vell ab")
