@@ -83,9 +83,7 @@ class LlamaCppChatModel:
             verbose=False,
         )
         if state_cache_mb > 0:
-            from llama_cpp.llama_cache import LlamaRAMCache
-
-            self._llm.set_cache(LlamaRAMCache(capacity_bytes=state_cache_mb << 20))
+            self._llm.set_cache(bounded_state_cache(state_cache_mb << 20))
         self.load_time_s = time.perf_counter() - started
         self.n_ctx = n_ctx
         self.n_threads = threads
@@ -198,6 +196,21 @@ class LlamaCppChatModel:
         self._raw_actions[call_id] = raw
         while len(self._raw_actions) > _RAW_ACTIONS_KEPT:
             self._raw_actions.popitem(last=False)
+
+
+def bounded_state_cache(capacity_bytes: int) -> Any:
+    """A `LlamaRAMCache` bounded by what its states really hold. llama-cpp-python counts only each state's
+    llama bytes (the KV cache), but every saved state also copies the logits buffer (`scores`: n_batch x
+    vocabulary floats, 311 MB for Qwen2.5's 151,936 tokens), so its own bound let a long benchmark grow
+    past the machine's memory."""
+    from llama_cpp.llama_cache import LlamaRAMCache
+
+    class BoundedRAMCache(LlamaRAMCache):
+        @property
+        def cache_size(self) -> int:
+            return sum(s.llama_state_size + s.scores.nbytes for s in self.cache_state.values())
+
+    return BoundedRAMCache(capacity_bytes)
 
 
 def render_for_template(
