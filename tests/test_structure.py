@@ -95,3 +95,15 @@ def test_the_checker_measures_functions(tmp_path, monkeypatch, source, expected)
     path = tmp_path / "m.py"
     path.write_text(source)
     assert long_functions(path) == expected
+
+
+def test_test_modules_have_unique_names():
+    """Test folders have no ``__init__.py``, so pytest imports each test file by its bare name: two files
+    of one name in different folders stop the whole collection."""
+    seen: dict[str, list[str]] = {}
+    for path in project_files():
+        rel = path.relative_to(ROOT)
+        if rel.parts[0] == "tests" and path.name.startswith("test_"):
+            seen.setdefault(path.name, []).append(str(rel))
+    clashes = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not clashes, f"test files sharing a name: {clashes}"
