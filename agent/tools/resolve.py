@@ -9,6 +9,7 @@ description's words. A failed model call is an error the agent sees (and may ret
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,6 +31,27 @@ RESOLVE_SYSTEM = (
     'and pick the name the description points to. If no sentence says it, pick "none".'
 )
 RESOLVE_USER = "Sentences:\n{sentences}\n\nDescription: {description}\nWhich name does the description refer to?"
+_ASKS = re.compile(r"^\s*(?:who|what|which|where|when|why|how|whose|whom|did|does|do|is|are|was|were)\b|\?\s*$",
+                   re.IGNORECASE)
+
+
+def misuse(description: str, questions: Sequence[str]) -> str | None:
+    """Why `description` is no description of one unnamed entity (None when it is one).
+
+    A question (asked, or every content word of the run's question) would make resolve answer it with
+    whichever entity its evidence names first, often the hop before the answer; a bare name has nothing
+    left to resolve.
+    """
+    said = set(words(description))
+    if _ASKS.search(description) or any((q := set(words(text))) and q <= said for text in questions):
+        return ("resolve names one entity the question describes without naming it, in a few words (for "
+                "example 'the company that made the element'), not the question itself. If your evidence "
+                "answers the question, call answer")
+    named = {w for _, name in find_entities(description) for w in words(name)}
+    if said and said <= named:
+        return (f"{description!r} is already a name, nothing to resolve: search it to learn more about it, "
+                "or call answer if your evidence answers the question")
+    return None
 
 
 def candidate_names(description: str, sentences: Sequence[Sentence]) -> list[str]:
@@ -82,6 +104,8 @@ def make_resolve(ctx: ToolContext) -> Tool:
         """
         if not words(description):
             raise ToolError("description is empty; give the words that describe the entity")
+        if (why := misuse(description, [ctx.run.question, *(s.text for s in ctx.run.plan.sub_questions)])):
+            raise ToolError(why)
         passages = merged(gather(ctx, [description], top_k=ctx.options.search_top_k), seen_chunks(ctx))
         sentences = focus(description, passages, embed=backend_embed(ctx.backend)) if passages else []
         names = candidate_names(description, sentences)

@@ -190,6 +190,22 @@ def test_resolve_offers_only_names_the_evidence_writes_and_cites_the_sentence(ri
     assert refused.data["name"] is None and "No name found" in refused.content
 
 
+@pytest.mark.parametrize("description", [
+    "Who led the investigation into the Fennick boil-water notice?",
+    "the investigation into the Fennick boil-water notice was led by",  # every word of the run's question
+    "Bernard Okoye",
+    "Fennick, Corrow Valley",
+])  # fmt: skip
+def test_resolve_refuses_the_question_and_bare_names_before_asking_the_model(riverside: Any, description: str):
+    """Resolved whole, a question comes back as the first entity its evidence names (often the hop before the
+    answer), which a small model then gives as its answer; a bare name has nothing to resolve."""
+    chat = ScriptedChatModel([], json_replies=[{"name": "Bernard Okoye"}])
+    ctx = ToolContext(run=RunState(question="Who led the investigation into the Fennick boil-water notice?"),
+                      backend=riverside.retriever, model=chat, options=RunOptions())
+    result = build_registry(ctx).call("resolve", {"description": description})
+    assert result.error and "call answer" in result.content and not chat.calls
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_resolve_with_the_real_small_model_names_the_described_entities(riverside: Any, sample: Any):
