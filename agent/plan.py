@@ -8,7 +8,7 @@ when every item has an answer (or at the step cap); the report has one section p
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -59,6 +59,24 @@ class Plan(BaseModel):
         sq.steps.append(step)
         sq.evidence += [c for c in chunk_ids if c not in sq.evidence]
         return sq
+
+
+def step_items(plan: Plan, steps: Sequence[Any]) -> dict[int, int | None]:
+    """Each step's item in a long task (step number -> item id; empty for a single question): an accepted
+    answer's own item (by default the first open one, as the answer tool takes it; a refused answer, its
+    result an "error: ...", answers none), else the first item not yet answered at that step. ``steps``: agent.memory.trajectory.Step."""
+    open_items = [sq.id for sq in plan.sub_questions]
+    out: dict[int, int | None] = {}
+    for step in steps if open_items else ():
+        first = open_items[0] if open_items else None
+        data = step.data[0] if step.data else {}
+        failed = any(r.content.lstrip().lower().startswith("error") for r in step.results)
+        answered = any(c.name == "answer" for c in step.assistant.tool_calls) and not failed
+        item = data.get("item", first) if answered else first
+        if answered and item in open_items:
+            open_items.remove(item)
+        out[step.n] = int(item) if item is not None else None
+    return out
 
 
 def ask_json(chat: ChatFn, system: str, question: str, schema: dict[str, Any], max_tokens: int) -> dict[str, Any] | None:

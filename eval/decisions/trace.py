@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from agent.plan import step_items
 from agent.policy import call_text
 from eval.multihop.metrics import mentions_answer, normalize_answer
 
@@ -82,28 +83,15 @@ def _turn(step: Any, budget: int | None, seen: set[str]) -> Turn:
 
 def trace_of(run: Any, budget: int | None) -> list[dict[str, Any]]:
     """The run's turns as JSON dicts (`run`: agent.state.RunState); in a long task each turn carries
-    its item: an accepted answer's own item, else the first item not yet answered at that turn."""
+    its item (`agent.plan.step_items`)."""
     seen: set[str] = set()
-    open_items = [sq.id for sq in run.plan.sub_questions]
+    items = step_items(run.plan, run.steps)
     turns = []
     for step in run.steps:
         turn = _turn(step, budget, seen)
-        if run.plan.sub_questions:
-            turn.item = _item(turn, step.data[0] if step.data else {}, open_items)
+        turn.item = items.get(step.n)
         turns.append(turn.model_dump(mode="json"))
     return turns
-
-
-def _item(turn: Turn, data: Mapping[str, Any], open_items: list[int]) -> int | None:
-    """The item of a long task's turn; an accepted answer's item (by default the first open one, as
-    the answer tool takes it) leaves `open_items`."""
-    first = open_items[0] if open_items else None
-    if not turn.answered:
-        return first
-    item = data.get("item", first)
-    if item in open_items:
-        open_items.remove(item)
-    return int(item) if item is not None else None
 
 
 def gold_aliases(golds: Sequence[str]) -> list[str]:

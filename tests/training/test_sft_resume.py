@@ -153,12 +153,17 @@ def _shipped() -> SFTRunConfig:
     return load_config(Path(__file__).resolve().parents[2] / "training/configs/sft_workflow.toml", SFTRunConfig)
 
 
-def test_the_data_configuration_leaves_out_the_workers_only() -> None:
+def test_the_data_configuration_leaves_out_the_workers_and_the_acceptance_settings() -> None:
+    """More threads record the same trajectories, and the verdicts are judged after recording; another
+    questions slice or another teacher run option records other trajectories."""
     cfg = _shipped()
     more = cfg.model_copy(update={"teacher": cfg.teacher.model_copy(update={"workers": 4})})
     assert data_config(more) == data_config(cfg)
+    rejudged = cfg.model_copy(update={"accept": cfg.accept.model_copy(update={"min_f1": 0.5})})
+    assert data_config(rejudged) == data_config(cfg)
+    run = cfg.teacher.run.model_copy(update={"max_steps": cfg.teacher.run.max_steps + 1})
     for other in (cfg.model_copy(update={"questions": cfg.questions.model_copy(update={"limit": 60})}),
-                  cfg.model_copy(update={"accept": cfg.accept.model_copy(update={"min_f1": 0.5})})):
+                  cfg.model_copy(update={"teacher": cfg.teacher.model_copy(update={"run": run})})):
         assert data_config(other) != data_config(cfg)
 
 

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from agent.graph import AgentDeps
 from agent.llm import ChatResponse, Message, ToolCall
+from agent.plan import step_items
 from agent.policy import ModelPolicy, WorkflowPolicy
 from agent.runner import run_agent
 from eval.longhorizon.crossref import Detail, question_for
@@ -20,7 +21,7 @@ from eval.longhorizon.tasks import render_request
 from eval.multihop.schema import Passage
 from eventfold.run_options import RunOptions
 from training.config import QuestionsSection, SFTRunConfig, load_config
-from training.sft.data import TrainingQuestion, judge, trajectory_rows, write_dataset
+from training.sft.data import AcceptConfig, TrainingQuestion, judge, trajectory_rows, write_dataset
 from training.sft.record import RecordingChatModel, RecordingPolicy, SuggestionInPrompt
 from training.sft.teachers import CountedBy, MemoryWorkflow, policy_run_fn, policy_trajectories
 
@@ -118,6 +119,13 @@ def _long_run(backend, budget: int):
     return traj, [c.name for s in traj.run.steps for c in s.assistant.tool_calls]
 
 
+def _tight_run(backend):
+    """The long task under a budget whose half item 2's start passes (the memory wrapper folds there)."""
+    roomy, calls = _long_run(backend, 100_000)
+    traj, _ = _long_run(backend, int(roomy.run.counters.context_samples[calls.index("answer") + 1] * 1.9))
+    return traj
+
+
 def test_the_memory_wrapper_folds_past_half_the_budget_and_unfolds_for_a_cross_reference(lexical_backend) -> None:
     roomy, calls = _long_run(lexical_backend, 100_000)  # never past half: the workflow's calls alone
     assert "fold" not in calls and "unfold" not in calls and calls.count("answer") == 3
@@ -148,6 +156,26 @@ def test_a_long_task_is_judged_per_item(lexical_backend) -> None:
     traj, _ = _long_run(lexical_backend, 100_000)
     wrong = traj.model_copy(update={"items": [["Mara Quill"], ["Somewhere else"], ["410,000"]]})
     assert not judge(wrong).accepted and "items [2] of 3" in judge(wrong).reason
+
+
+def test_a_long_task_with_a_wrong_item_may_be_kept_without_that_items_answer_turns(lexical_backend) -> None:
+    """Kept when enough items are right: the wrong item's search, read and answer turns are no rows, while
+    its memory turns (the fold at its start: a decision of the budget) and the other items' turns are."""
+    tight = _tight_run(lexical_backend)
+    wrong = tight.model_copy(update={"items": [["Mara Quill"], ["Somewhere else"], ["410,000"]]})
+    assert not judge(wrong, AcceptConfig(min_items_right=0.7)).accepted  # 2 of 3 right < .7
+    verdict = judge(wrong, AcceptConfig(min_items_right=0.6))
+    assert verdict.accepted and verdict.wrong_items == [2]
+    item2 = {n for n, item in step_items(tight.run.plan, tight.run.steps).items() if item == 2}
+    steps = {s.n: [c.name for c in s.assistant.tool_calls] for s in tight.run.steps}
+    assert "fold" in [steps[n][0] for n in item2] and "answer" in [steps[n][0] for n in item2]
+    all_rows, rows = trajectory_rows(tight), trajectory_rows(wrong, verdict.wrong_items)
+    dropped = [r for r in all_rows if r not in rows]
+    assert dropped and {tuple(_names(r)) for r in dropped} <= {("search",), ("read",), ("resolve",), ("answer",)}
+    assert ["fold"] in [_names(r) for r in rows] and ["unfold"] in [_names(r) for r in rows]
+    answered = [json.loads(c["function"]["arguments"]).get("item") for r in rows for m in r["completion"]
+                for c in m.get("tool_calls") or [] if c["function"]["name"] == "answer"]  # fmt: skip
+    assert sorted(answered) == [1, 3]
 
 
 def test_the_manifest_counts_the_rows_calling_each_tool(lexical_backend, tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.memory.trajectory import Step
+from agent.plan import step_items
 from agent.state import RunState
 from agent.tools.search import normalize_query
 from eventfold.llm.transformers_backend import hf_message, hf_messages, hf_tools
@@ -60,6 +61,9 @@ class AcceptConfig(BaseModel):
     max_tool_errors: int = Field(0, ge=0)
     allow_guard_folds: bool = False
     require_fold: bool = False
+    # a long task is kept when this share of its items is right; the turns of a wrong item, its memory
+    # calls (fold, unfold: decided by the budget, not by the item's answer) aside, are no rows
+    min_items_right: float = Field(1.0, ge=0.0, le=1.0)
 
 
 class TeacherTrajectory(BaseModel):
@@ -78,6 +82,7 @@ class Verdict(BaseModel):
     reason: str = "accepted"
     em: float = 0.0
     f1: float = 0.0
+    wrong_items: list[int] = Field(default_factory=list)  # a kept long task's items whose turns are no rows
 
 
 _FOLD_ID = re.compile(r"\binto (F\d+)")
@@ -100,10 +105,10 @@ def judge(traj: TeacherTrajectory, cfg: AcceptConfig | None = None) -> Verdict:
     """Keep or reject one trajectory, with the first reason that rejects it."""
     cfg = cfg or AcceptConfig()
     run = traj.run
-    em, f1, wrong = answer_scores(traj, cfg)
+    em, f1, wrong, bad = answer_scores(traj, cfg)
 
     def no(reason: str) -> Verdict:
-        return Verdict(accepted=False, reason=reason, em=em, f1=f1)
+        return Verdict(accepted=False, reason=reason, em=em, f1=f1, wrong_items=bad)
 
     if run.status != "answered" or not run.answer:
         return no(f"no answer: run ended with status {run.status!r} ({run.stop_reason or 'no reason given'})")
@@ -134,24 +139,26 @@ def judge(traj: TeacherTrajectory, cfg: AcceptConfig | None = None) -> Verdict:
         return no(f"the budget guard folded {run.counters.guard_folds} time(s): the teacher let the context overflow")
     if cfg.require_fold and run.counters.folds == 0:
         return no("no fold used (require_fold)")
-    return Verdict(accepted=True, em=em, f1=f1)
+    return Verdict(accepted=True, em=em, f1=f1, wrong_items=bad)
 
 
-def answer_scores(traj: TeacherTrajectory, cfg: AcceptConfig) -> tuple[float, float, str]:
-    """(EM, F1, why wrong or "") of the run's answer; a long task's are the means over its items, and it
-    is wrong when any item's answer is (EM 0 and F1 below ``min_f1``)."""
+def answer_scores(traj: TeacherTrajectory, cfg: AcceptConfig) -> tuple[float, float, str, list[int]]:
+    """(EM, F1, why wrong or "", wrong items) of the run's answer; a long task's are the means over its
+    items, and it is wrong when fewer than ``min_items_right`` of its items are right (EM 1 or F1 at least
+    ``min_f1``)."""
     run = traj.run
     if not traj.items:
         _, em, f1 = correctness(run.answer, traj.golds, "f1")
         ok = em >= 1.0 or f1 >= cfg.min_f1
         why = f"wrong answer {run.answer!r} (gold {traj.golds[:3]!r}; EM 0, F1 {f1:.2f} < {cfg.min_f1:.2f})"
-        return em, f1, "" if ok else why
+        return em, f1, "" if ok else why, []
     answers = {sq.id: sq.answer for sq in run.plan.sub_questions}
     scores = [correctness(answers.get(n), golds, "f1")[1:] for n, golds in enumerate(traj.items, 1)]
     bad = [n for n, (em, f1) in enumerate(scores, 1) if em < 1.0 and f1 < cfg.min_f1]
     em, f1 = (sum(x[i] for x in scores) / len(scores) for i in (0, 1))
-    why = f"wrong answer on items {bad} of {len(scores)} (F1 below {cfg.min_f1:.2f})" if bad else ""
-    return em, f1, why
+    ok = 1 - len(bad) / len(scores) >= cfg.min_items_right - 1e-9
+    why = f"wrong answer on items {bad} of {len(scores)} (F1 below {cfg.min_f1:.2f})"
+    return em, f1, "" if ok else why, bad
 
 
 def untrained_turn(step: Step, run: RunState) -> bool:
@@ -170,13 +177,16 @@ def row_tools(row: dict[str, Any]) -> list[dict[str, Any]]:
     return json.loads(row["tools"]) if isinstance(row["tools"], str) else row["tools"]
 
 
-def trajectory_rows(traj: TeacherTrajectory) -> list[dict[str, Any]]:
+def trajectory_rows(traj: TeacherTrajectory, wrong_items: Sequence[int] = ()) -> list[dict[str, Any]]:
     """One prompt-completion row per trained agent turn (prompt = what the teacher saw, completion = its
-    call); failed and repeated turns (``untrained_turn``) are left out."""
+    call); failed and repeated turns (``untrained_turn``) and the non-memory turns of ``wrong_items`` (a
+    long task's items answered wrong) are left out."""
     turns = [s for s in traj.run.steps if s.kind in ("action", "invalid")]
+    skipped = {n for n, item in step_items(traj.run.plan, traj.run.steps).items() if item in wrong_items}
     rows = []
     for i, (call, step) in enumerate(zip(traj.calls, turns, strict=True)):
-        if untrained_turn(step, traj.run):
+        memory = bool(calls := step.assistant.tool_calls) and all(c.name in ("fold", "unfold") for c in calls)
+        if untrained_turn(step, traj.run) or (step.n in skipped and not memory):
             continue
         rows.append(
             {
@@ -322,7 +332,7 @@ def write_dataset(
     trajs = list(trajectories)
     verdicts = [judge(t, cfg) for t in trajs]
     kept = [t for t, v in zip(trajs, verdicts, strict=True) if v.accepted]
-    rows = [r for t in kept for r in trajectory_rows(t)]
+    rows = [r for t, v in zip(trajs, verdicts, strict=True) if v.accepted for r in trajectory_rows(t, v.wrong_items)]
     with (out_dir / "train.jsonl").open("w", encoding="utf-8") as f:
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")

@@ -1,7 +1,7 @@
 """The partial record of an SFT data run and its progress.
 
 ``TrajectoryLog`` keeps ``trajectories.partial.jsonl`` in the data dir: a header line with the data
-configuration (``data_config``: the questions, the teacher section, the acceptance settings), then one
+configuration (``data_config``: the questions, the teacher section, the corpus), then one
 line per finished trajectory (``{"trajectory": ...}``, the ``TeacherTrajectory`` as JSON), appended,
 flushed and fsync'd as soon as its run ends (thread-safe). A resumed run (``resume = true``) loads the
 trajectories recorded under the same configuration and runs only the others (``training.sft.data.collect``
@@ -39,14 +39,14 @@ class ResumeRefused(ValueError):
 
 def data_config(cfg: SFTRunConfig) -> dict[str, Any]:
     """What the recorded trajectories depend on: the questions (path, offset, limit), the teacher section
-    (its ``workers`` aside: a run may resume with more threads), the corpus searched and the acceptance
-    settings."""
+    (its ``workers`` aside: a run may resume with more threads) and the corpus searched. The acceptance
+    settings are left out: trajectories are judged after they are recorded, so a record may be judged
+    again under other settings."""
     q = cfg.questions
     return {
         "questions": None if q is None else {"path": str(q.path), "offset": q.offset, "limit": q.limit},
         "corpus": None if cfg.corpus is None else cfg.corpus.model_dump(mode="json"),
         "teacher": cfg.teacher.model_dump(mode="json", exclude={"workers"}),
-        "accept": cfg.accept.model_dump(mode="json"),
     }
 
 
