@@ -179,6 +179,9 @@ class SFTRunConfig(_Strict):
     model: ModelSection
     output_dir: Path
     data_dir: Path = Field(description="dataset folder: train.jsonl (+ manifest.json)")
+    extra_data_dirs: list[Path] = Field(
+        default_factory=list, description="more dataset folders (each built by its own sft-data config: another "
+        "question set or teacher) whose train.jsonl rows are trained on beside data_dir's")
     max_length: int = Field(4096, ge=64)
     resume: bool = True
     lora: LoraSection = Field(default_factory=LoraSection)
@@ -266,12 +269,15 @@ C = TypeVar("C", SFTRunConfig, RLRunConfig)
 
 
 _PATH_KEYS = {"path", "output_dir", "data_dir", "settings_toml", "documents", "home"}
+_PATH_LIST_KEYS = {"extra_data_dirs"}
 _NAME_OR_PATH_KEYS = {"accelerate_config", "rollout"}  # a bundled config name, or a path
 
 
 def _resolve(data: Any, base: Path, key: str = "") -> Any:
     if isinstance(data, dict):
         return {k: _resolve(v, base, k) for k, v in data.items()}
+    if isinstance(data, list) and key in _PATH_LIST_KEYS:
+        return [_resolve(v, base, "path") for v in data]
     looks_like_path = isinstance(data, str) and ("/" in data or data.endswith((".yaml", ".yml")))
     if isinstance(data, str) and (key in _PATH_KEYS or (key in _NAME_OR_PATH_KEYS and looks_like_path)):
         p = Path(data).expanduser()

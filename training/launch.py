@@ -168,6 +168,8 @@ def check_sft(cfg: SFTRunConfig) -> LaunchCheck:
         _check_questions(cfg.questions, problems, notes)
     if not (cfg.data_dir / "train.jsonl").is_file():
         notes.append(f"{cfg.data_dir}/train.jsonl does not exist yet: run `eventfold train sft-data` first")
+    notes += [f"{d}/train.jsonl does not exist yet: build it with its own sft-data config"
+              for d in cfg.extra_data_dirs if not (d / "train.jsonl").is_file()]
     if elsewhere:
         notes.append("bf16 requested but no CUDA device here (fine for a GPU launch)")
     cmd = [sys.executable, "-m", "training.launch", "sft", "--config", "<config>"]

@@ -10,7 +10,7 @@ import torch
 from training.common.loading import load_model_and_tokenizer
 from training.common.tiny import qwen3_chat_template
 from training.config import ConfigError, SFTRunConfig, load_config
-from training.sft.train import build_trainer, load_rows, run_sft
+from training.sft.train import build_trainer, load_rows, run_sft, training_rows
 
 TOOLS = json.dumps(
     [
@@ -137,6 +137,21 @@ def test_config_file_errors(tmp_path) -> None:
     ok.write_text('output_dir = "o"\ndata_dir = "d"\n[model]\npath = "m"\n')
     c = load_config(ok, SFTRunConfig)
     assert c.output_dir == tmp_path / "o" and c.model.path == tmp_path / "m"
+
+
+def test_extra_data_dirs_are_read_from_the_config_folder_and_join_the_rows(tmp_path) -> None:
+    for name, rows in (("main", _rows()[:1]), ("more", _rows()[1:])):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path = tmp_path / "sft.toml"
+    path.write_text('output_dir = "o"\ndata_dir = "main"\nextra_data_dirs = ["more"]\n[model]\npath = "m"\n')
+    cfg = load_config(path, SFTRunConfig)
+    assert cfg.extra_data_dirs == [tmp_path / "more"]
+    rows = training_rows(cfg)
+    assert [r["completion"][0]["tool_calls"][0]["function"]["name"] for r in rows] == ["search", "answer"]
+    (tmp_path / "more" / "train.jsonl").unlink()
+    with pytest.raises(FileNotFoundError, match="more"):
+        training_rows(cfg)
 
 
 def test_time_budget_stops_after_the_step_that_spends_it_and_saves(cfg) -> None:

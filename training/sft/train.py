@@ -189,8 +189,13 @@ def save_final(trainer: Any, cfg: SFTRunConfig) -> Path:
     return final
 
 
+def training_rows(cfg: SFTRunConfig) -> list[dict[str, Any]]:
+    """The rows of ``data_dir`` and of each of ``extra_data_dirs``, in that order."""
+    return [r for d in (cfg.data_dir, *cfg.extra_data_dirs) for r in load_rows(d)]
+
+
 def run_sft(cfg: SFTRunConfig) -> SFTResult:
-    rows = load_rows(cfg.data_dir)
+    rows = training_rows(cfg)
     trainer = build_trainer(cfg, rows)
     resume = last_checkpoint(cfg.output_dir) if cfg.resume else None
     if resume:
