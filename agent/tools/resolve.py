@@ -22,6 +22,7 @@ from agent.tools.registry import Tool, ToolError, ToolResult
 from agent.tools.search import snippet
 from eventfold.llm.types import LLMError, Message
 from eventrag.index.rules_extract import find_entities
+from eventrag.query.bridge import descriptions
 
 NONE = "none"
 MAX_NAMES = 24  # choices offered to the model
@@ -52,6 +53,22 @@ def misuse(description: str, questions: Sequence[str]) -> str | None:
         return (f"{description!r} is already a name, nothing to resolve: search it to learn more about it, "
                 "or call answer if your evidence answers the question")
     return None
+
+
+def offered(question: str, questions: Sequence[str]) -> str:
+    """The descriptions inside `question` that resolve would take, as the valid choices after a refusal
+    ("" when it holds none): a small model copies a span more reliably than it cuts one."""
+    spans = [d for d in descriptions(question) if misuse(d, questions) is None]
+    return ". Or resolve one of the descriptions in the question: " + "; ".join(repr(d) for d in spans) if spans else ""
+
+
+def filled(question: str, description: str, name: str) -> str | None:
+    """`question` with `description` (found in it, case aside) replaced by `name`: the next hop's question;
+    None when the question does not hold the description."""
+    at = question.lower().find(description.lower().strip())
+    if at < 0 or not description.strip():
+        return None
+    return question[:at] + name + question[at + len(description.strip()) :]
 
 
 def candidate_names(description: str, sentences: Sequence[Sentence]) -> list[str]:
@@ -104,8 +121,9 @@ def make_resolve(ctx: ToolContext) -> Tool:
         """
         if not words(description):
             raise ToolError("description is empty; give the words that describe the entity")
-        if (why := misuse(description, [ctx.run.question, *(s.text for s in ctx.run.plan.sub_questions)])):
-            raise ToolError(why)
+        questions = [ctx.run.question, *(s.text for s in ctx.run.plan.sub_questions)]
+        if (why := misuse(description, questions)):
+            raise ToolError(why + offered(ctx.run.question, questions))
         passages = merged(gather(ctx, [description], top_k=ctx.options.search_top_k), seen_chunks(ctx))
         sentences = focus(description, passages, embed=backend_embed(ctx.backend)) if passages else []
         names = candidate_names(description, sentences)
@@ -120,6 +138,9 @@ def make_resolve(ctx: ToolContext) -> Tool:
         data |= {"name": name, "chunk_id": chunk.chunk_id, "sentence": sent.text}
         content = (f'{neutralize(description)} {DATA_NOTE}:\nname: {neutralize(name)} — '
                    f'"{neutralize(snippet(sent.text, SENTENCE_CHARS))}" [c:{chunk.chunk_id}]')
+        if (next_question := filled(ctx.run.question, description, name)) is not None:
+            data["question_with_name"] = next_question
+            content += f"\nthe question with this name: {neutralize(next_question)}"
         return ToolResult(content=content, evidence=evidence_for(ctx, [chunk.chunk_id], [chunk]), data=data)
 
     return Tool.from_function(resolve)

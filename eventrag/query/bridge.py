@@ -146,6 +146,37 @@ def nested_bridge(bridge: Bridge) -> Bridge | None:
     return None
 
 
+_DETERMINER = re.compile(r"(?:^|(?<=\s))(?:[Tt]he|[Aa]n?)\s")
+_HEAD = re.compile(  # a determiner, up to four words of its noun, then what makes the noun a description
+    r"(?:[Tt]he|[Aa]n?)\s+[A-Za-z][\w-]*(?:\s+[a-z][\w-]*){0,3}\s+"
+    rf"(?:who|that|which|whose|where|of|(?:in|on|at|of|from) which|{_PARTICIPLE})\b"
+)
+_CLAUSE_END = re.compile(r"\s*(?:[,;:?]|\b(?:and|or)\s|$)")
+_ASKING = {"what", "whom", "who", "which", "when", "where", "why", "how"}
+_NEVER_RELATIVE = {"what", "when", "why", "how"}  # "of what treaty": the question's gap, not a description
+MAX_DESCRIPTIONS = 3
+
+
+def descriptions(question: str) -> list[str]:
+    """The spans of `question` that describe a thing instead of naming it, innermost first: from a
+    determiner whose noun a relative clause, "of" or a participle follows to the end of its clause
+    ("...the city where Kerry Saxby-Junna was born?" -> "the city where Kerry Saxby-Junna was born").
+    Each is a `resolve` argument: the question's start, a span ending in a question word or a function
+    word ("a citizen of") is none."""
+    text = _flat(question)
+    found: list[str] = []
+    for m in _DETERMINER.finditer(text):
+        head = _HEAD.match(text, m.start())
+        if m.start() == 0 or head is None:
+            continue
+        span = text[m.start() : _CLAUSE_END.search(text, head.end()).start()].strip(" ,")
+        low = span.lower().split()
+        if (is_description(span) and len(low) >= 4 and low[-1] not in _ASKING | _FUNCTION
+                and not _NEVER_RELATIVE & set(low) and span not in found):  # fmt: skip
+            found.append(span)
+    return found[::-1][:MAX_DESCRIPTIONS]
+
+
 _VERBS = r"(?:[a-z]+ed|made|built|wrote|bought|sold|ran|led|won|owns|makes|builds|writes|runs|leads|supplies|supplied)"
 _RULE = re.compile(rf"^(?P<head>(?:Which|What|Who)(?: [a-z]+){{0,2}} {_VERBS}) (?P<desc>(?:the|a|an) [a-z].*)$")
 _MARKER = re.compile(rf"\b(?:who|that|which|whose|where)\b|\b{_PARTICIPLE}\b")

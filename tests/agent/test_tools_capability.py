@@ -206,6 +206,24 @@ def test_resolve_refuses_the_question_and_bare_names_before_asking_the_model(riv
     assert result.error and "call answer" in result.content and not chat.calls
 
 
+def test_a_refused_resolve_offers_the_descriptions_inside_the_question_and_a_name_fills_the_next_question(
+    riverside: Any,
+):
+    """The valid choices after a refusal are spans of the run's question; a resolved name put in place of
+    its description is the next hop's question, as the tool result shows it."""
+    question = "Which company employed the inspector who led the investigation into the Fennick boil-water notice?"
+    described = "the inspector who led the investigation into the Fennick boil-water notice"
+    chat = ScriptedChatModel([], json_replies=[{"name": "Bernard Okoye"}])
+    registry = build_registry(ToolContext(run=RunState(question=question), backend=riverside.retriever,
+                                          model=chat, options=RunOptions()))
+    refused = registry.call("resolve", {"description": question})
+    assert refused.error and f"{described!r}" in refused.content and not chat.calls
+    result = registry.call("resolve", {"description": described})
+    assert result.data["name"] == "Bernard Okoye"
+    assert result.data["question_with_name"] == "Which company employed Bernard Okoye?"
+    assert "the question with this name: Which company employed Bernard Okoye?" in result.content
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_resolve_with_the_real_small_model_names_the_described_entities(riverside: Any, sample: Any):

@@ -7,6 +7,7 @@ import pytest
 
 from eventrag.query.bridge import (
     carried,
+    descriptions,
     is_description,
     may_describe,
     nested_bridge,
@@ -107,3 +108,20 @@ def test_a_name_narrowed_by_a_participle_is_not_a_description():
     assert is_description("the German musician whose godfather is Telemann")
     q = "Which company made the pressure element fitted in the SeaGuard S2 units recalled in January 2015?"
     assert nested_bridge(rule_bridge(q)) is None  # the units are named: the element is the one hop
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("At the 2011 census, what was the population of the city where Kerry Saxby-Junna was born?",
+     ["the city where Kerry Saxby-Junna was born", "the population of the city where Kerry Saxby-Junna was born"]),
+    ("What is the name of the waterfall in the country where the Bubye River is found?",
+     ["the country where the Bubye River is found", "the waterfall in the country where the Bubye River is found",
+      "the name of the waterfall in the country where the Bubye River is found"]),
+    ("Who was the first president of the association which published Journal of Psychotherapy Integration?",
+     ["the association which published Journal of Psychotherapy Integration",
+      "the first president of the association which published Journal of Psychotherapy Integration"]),
+    ("The basis of the confederation's jurisdiction began with the signing of what treaty?", []),  # the gap itself
+    ("What country was the author of Brand a citizen of?", []),  # "a citizen of" ends in a function word
+    ("Which singer is American, Mark King or Nick Hexum?", []),
+])  # fmt: skip
+def test_the_descriptions_inside_a_question_are_listed_innermost_first(question, expected):
+    assert descriptions(question) == expected
