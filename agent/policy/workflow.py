@@ -119,6 +119,8 @@ def scripted_call(script: Script, steps: list[Step], can_read: Collection[str] |
         if _made(steps, "dates"):
             return None
         first, second = (f"{side} {tq.predicate}".strip() for side in tq.sides)  # "Marie Curie born"
+        if op == "difference" and tq.unit in ("years", "months", "days"):  # the unit the question counts in
+            return _call("dates", first=first, second=second, op=op, unit=tq.unit)
         return _call("dates", first=first, second=second, op=op)
     if script.form == "causal":
         if not _made(steps, "search"):

@@ -39,6 +39,17 @@ def test_the_difference_in_full_years_and_days_is_computed_from_both_dates():
     assert [ev.chunk_id for ev in result.evidence] == ["a#0", "b#0"]
 
 
+def test_a_difference_in_the_unit_asked_reads_as_an_answer():
+    """Given both units a small model copies both ("11 full years, 4202 days" for "11 years")."""
+    years = _dates(_ctx(), first="Nordvik Gauges was founded", second="Tidal Group acquired Nordvik Gauges",
+                   op="difference", unit="years")  # fmt: skip
+    assert "difference: 11 years" in years.content and "4202" not in years.content
+    assert (years.data["difference"], years.data["years"], years.data["unit"]) == ("11 years", 11, "years")
+    days = _dates(_ctx(), first="Nordvik Gauges was founded", second="Tidal Group acquired Nordvik Gauges",
+                  op="difference", unit="days")  # fmt: skip
+    assert "difference: 4202 days" in days.content and days.data["difference"] == "4202 days"
+
+
 def test_the_order_names_the_side_that_came_first():
     result = _dates(_ctx(), first="Tidal Group acquired Nordvik Gauges", second="Nordvik Gauges was founded")
     assert result.data["earlier"] == "second" and "order: second (Nordvik Gauges was founded) came first" in result.content
