@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 from agent.focus import backend_embed
 from agent.llm import LLMError, ToolCall, ToolSpec
@@ -34,6 +34,7 @@ from agent.reader import first_line, is_insufficient, reader_messages
 from agent.state import Evidence, RunState
 from agent.tools.answer import supporting
 from agent.tools.context import counted_chat
+from agent.tools.dates import Unit
 from agent.tools.read import readable
 from eventrag.query.bridge import Bridge, may_describe, rule_bridge, same_question, split_bridge
 from eventrag.query.causal import parse_causal
@@ -119,7 +120,7 @@ def scripted_call(script: Script, steps: list[Step], can_read: Collection[str] |
         if _made(steps, "dates"):
             return None
         first, second = (f"{side} {tq.predicate}".strip() for side in tq.sides)  # "Marie Curie born"
-        if op == "difference" and tq.unit in ("years", "months", "days"):  # the unit the question counts in
+        if op == "difference" and tq.unit in get_args(Unit):  # the unit the question counts in
             return _call("dates", first=first, second=second, op=op, unit=tq.unit)
         return _call("dates", first=first, second=second, op=op)
     if script.form == "causal":

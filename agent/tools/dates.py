@@ -18,7 +18,7 @@ from agent.tools.context import ToolContext, neutralize
 from agent.tools.pool import evidence_for, gather, merged, seen_chunks
 from agent.tools.registry import Tool, ToolError, ToolResult
 from agent.tools.search import snippet
-from eventrag.query.temporal import earlier_of, span_between
+from eventrag.query.temporal import earlier_of, span_between, span_text
 from eventrag.schema import Chunk, EventTime
 
 Op = Literal["order", "difference"]
@@ -60,20 +60,12 @@ def compare(a: EventTime, b: EventTime) -> dict[str, Any]:
             "years": span_between(a, b, "years"), "days": span_between(a, b, "days")}
 
 
-def in_unit(a: EventTime, b: EventTime, unit: Unit) -> str | None:
-    """The time between two dates in whole `unit`s, as an answer reads it ("11 years", "1 month"); None
-    when the dates' precision cannot give it."""
-    n = span_between(a, b, unit)
-    return None if n is None else f"{n} {unit if n != 1 else unit[:-1]}"
-
-
-def _result(first: str, second: str, op: Op, a: Any, b: Any, unit: Unit | None) -> str:
+def _result(first: str, second: str, op: Op, a: Any, b: Any, unit: Unit | None, in_unit: str | None) -> str:
     if a is None or b is None:
         return "cannot compare: a date is missing"
     got = compare(a[0], b[0])
     if op == "difference" and unit is not None:
-        said = in_unit(a[0], b[0], unit)
-        return f"difference: {said}" if said else f"difference: the dates are too coarse to count {unit}"
+        return f"difference: {in_unit}" if in_unit else f"difference: the dates are too coarse to count {unit}"
     if op == "order":
         if got["earlier"] is None:
             return "order: the dates overlap at their precision; cannot tell which came first"
@@ -99,13 +91,13 @@ def make_dates(ctx: ToolContext) -> Tool:
         if not words(first) or not words(second):
             raise ToolError("first and second must each name an event in a few words")
         a, b = date_of(ctx, first), date_of(ctx, second)
+        in_unit = span_text(a[0], b[0], unit) if a and b and op == "difference" and unit else None
         lines = [f"Dates {DATA_NOTE}:", _line("first", first, a), _line("second", second, b),
-                 _result(first, second, op, a, b, unit)]
+                 _result(first, second, op, a, b, unit, in_unit)]
         data: dict[str, Any] = {"first": _side(a), "second": _side(b), "op": op, "unit": unit,
-                                "earlier": None, "years": None, "days": None, "difference": None}
+                                "earlier": None, "years": None, "days": None, "difference": in_unit}
         if a is not None and b is not None:
             data |= compare(a[0], b[0])
-            data["difference"] = in_unit(a[0], b[0], unit) if op == "difference" and unit else None
         cited = [x[2] for x in (a, b) if x is not None]
         evidence = evidence_for(ctx, [c.chunk_id for c in cited], cited)
         return ToolResult(content="\n".join(lines), evidence=evidence, data=data)

@@ -64,10 +64,15 @@ def _flat(text: str) -> str:
     return " ".join(text.split()).rstrip("?").strip()
 
 
-_DESCRIBED = re.compile(
-    r"\b(?:[Tt]he|[Aa]n?)\s+[A-Za-z][\w-]*(?:\s+[a-z][\w-]*){0,2}\s+"
-    rf"(?:who|that|which|whose|where|of|(?:in|on|at|of|from) which|{_PARTICIPLE})\b"
-)
+def _described(more_words: int) -> re.Pattern[str]:
+    """A determiner, its noun with up to `more_words` lowercase words, then what makes it a description."""
+    return re.compile(
+        rf"\b(?:[Tt]he|[Aa]n?)\s+[A-Za-z][\w-]*(?:\s+[a-z][\w-]*){{0,{more_words}}}\s+"
+        rf"(?:who|that|which|whose|where|of|(?:in|on|at|of|from) which|{_PARTICIPLE})\b"
+    )
+
+
+_DESCRIBED = _described(2)
 
 
 def may_describe(question: str) -> bool:
@@ -147,10 +152,7 @@ def nested_bridge(bridge: Bridge) -> Bridge | None:
 
 
 _DETERMINER = re.compile(r"(?:^|(?<=\s))(?:[Tt]he|[Aa]n?)\s")
-_HEAD = re.compile(  # a determiner, up to four words of its noun, then what makes the noun a description
-    r"(?:[Tt]he|[Aa]n?)\s+[A-Za-z][\w-]*(?:\s+[a-z][\w-]*){0,3}\s+"
-    rf"(?:who|that|which|whose|where|of|(?:in|on|at|of|from) which|{_PARTICIPLE})\b"
-)
+_HEAD = _described(3)  # a span's start: a longer noun than may_describe needs ("an independent mom-and-pop house that")
 _CLAUSE_END = re.compile(r"\s*(?:[,;:?]|\b(?:and|or)\s|$)")
 _ASKING = {"what", "whom", "who", "which", "when", "where", "why", "how"}
 _NEVER_RELATIVE = {"what", "when", "why", "how"}  # "of what treaty": the question's gap, not a description

@@ -206,11 +206,13 @@ def earlier_of(a: EventTime, b: EventTime) -> int | None:
     return 0 if a1 < b0 else 1 if b1 < a0 else None
 
 
+def span_text(a: EventTime, b: EventTime, unit: str = "years", full: bool = True) -> str | None:
+    """`span_between` as an answer reads it ("11 years", "1 month"); None when the precision cannot give it."""
+    n = span_between(a, b, unit, full)
+    return None if n is None else f"{n} {unit if n != 1 else unit[:-1]}"
+
+
 def duration_answer(q: TemporalQuestion, a: EventTime, b: EventTime) -> str | None:
     """The time between the sides' dates in `q.unit` ("11 years"); whole units at day precision,
     calendar difference when a date is a year or month; None when the precision cannot give it."""
-    n = span_between(a, b, q.unit, q.full)
-    if n is None:
-        return None
-    unit = q.unit if n != 1 else q.unit[:-1]
-    return f"{n} {unit}"
+    return span_text(a, b, q.unit, q.full)
