@@ -197,7 +197,7 @@ class AgentGraph:
         run = RunState.from_graph(state)
         assistant = run.pending[0]
         last = self.last_step(run)
-        self.ctx(run)
+        self.ctx(run).last_turn = last
         done = []
         for call in assistant.tool_calls:
             _emit({"type": "tool_call", "step": run.next_step, "name": call.name, "arguments": call.arguments})

@@ -3,13 +3,17 @@
 The answer text is the policy's own: nothing rewrites it. A citation of a chunk the run has not seen is
 refused, naming the valid ids. Without citations, the seen chunks whose text holds the answer are cited
 (the policy's text unchanged); an answer no seen chunk holds and no citation supports is refused —
-except yes/no and "insufficient information", which no passage spells out.
+except yes/no and "insufficient information", which no passage spells out. An answer to a question that is a sentence
+(more than `SENTENCE_WORDS` words) or that repeats the question's own words is refused once with what a
+short answer is; given again, or at the run's last step, it is recorded as it stands (the policy decides, the tool only
+states the contract).
 """
 
 from __future__ import annotations
 
 import re
 
+from agent.focus import stem, words
 from agent.plan import SubQuestion
 from agent.state import RunState
 from agent.tools.context import ToolContext
@@ -20,6 +24,9 @@ __all__ = ["clean_citations", "make_answer", "supporting"]
 
 UNCITED = {"yes", "no", "insufficient information", "unknown"}
 SHOWN_IDS = 12
+SENTENCE_WORDS = 12  # longer is a sentence about the answer, not the answer
+RESTATES = 0.7  # share of the question's content words an answer that only repeats it holds
+SHORT = "give only what the question asks for, in a few words (a name, a date, a number, a short event)"
 
 
 def _words(text: str) -> str:
@@ -61,6 +68,28 @@ def checked_citations(run: RunState, text: str, citations: list[str] | None) -> 
     return found
 
 
+def restates(question: str, answer: str) -> bool:
+    """Whether `answer` only repeats `question`: every content word from it, and most of its content words."""
+    q, a = {stem(w) for w in words(question)}, {stem(w) for w in words(answer)}
+    return len(a) >= 3 and a <= q and len(a) >= RESTATES * len(q)
+
+
+def shape_problem(question: str, text: str) -> str | None:
+    """Why `text` is not a short answer to `question`, or None when it is one."""
+    n = len(text.split())
+    if n > SENTENCE_WORDS:
+        return f"the answer is a sentence of {n} words; {SHORT}, and its citations"
+    if restates(question, text):
+        return f"the answer repeats the question; {SHORT}, and its citations"
+    return None
+
+
+def _refused_before(run: RunState, problem: str) -> bool:
+    """Whether an earlier `answer` call was refused for the same problem (the second try is recorded)."""
+    head = problem.split(";")[0]
+    return any(m.name == "answer" and m.content.startswith(f"error: {head}") for st in run.steps for m in st.results)
+
+
 def _item(run: RunState, item: int | None) -> SubQuestion | None:
     """The long task's item this answer is for (default: the first unanswered); None for a single question."""
     items = run.plan.sub_questions
@@ -88,6 +117,10 @@ def make_answer(ctx: ToolContext) -> Tool:
         if not text:
             raise ToolError("answer is empty; give the answer in a few words")
         sq = _item(run, item)
+        # a long request's requirements ("give an overview of …") are answered by findings, not a phrase
+        problem = None if run.plan.outline else shape_problem(sq.text if sq else run.question, text)
+        if problem and not ctx.last_turn and not _refused_before(run, problem):
+            raise ToolError(problem)
         cites = checked_citations(run, text, citations)
         data = {"answer": text, "citations": cites, "item": sq.id if sq else None}
         if sq is None:

@@ -25,6 +25,7 @@ class ToolContext:
     model: ChatModel
     options: RunOptions
     emit: Emit = field(default=_no_emit)
+    last_turn: bool = False  # the run's last step: a tool refuses nothing it could let stand
 
     def chat(self, messages: list[Message], **kwargs: Any) -> ChatResponse:
         """One LLM call whose token usage is added to the run's counters."""

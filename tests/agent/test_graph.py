@@ -5,11 +5,13 @@ and the model's answer stands as it wrote it. The real 0.5B model runs in test_a
 
 from __future__ import annotations
 
+import pytest
 from agent_doubles import ScriptedChatModel
 
 from agent.graph import AgentDeps, AgentGraph
 from agent.runner import run_agent
 from agent.state import RunState
+from agent.tools.answer import shape_problem
 from eventfold.run_options import RunOptions
 
 Q = "Where was Marie Curie born?"
@@ -179,3 +181,43 @@ def test_a_single_question_report_fits_one_screen_with_clean_sentences(backend):
         [("search", {"query": "SeaGuard S2 recall"}), ("answer", {"answer": "9 January 2015", "citations": ["n1#0"]})]),
         MemoryBackend(docs)), RunOptions(report_mode="full", **OPTS)).report  # fmt: skip
     assert "## Steps" in full and "## Evidence seen" in full
+
+
+def test_a_sentence_or_the_question_repeated_as_answer_is_refused_once_then_recorded(backend):
+    model = ScriptedChatModel([
+        ("search", {"query": "Marie Curie born"}),
+        ("answer", {"answer": "Marie Curie was born in the city of Warsaw, which was then part of the Russian Empire",
+                    "citations": ["d1#0"]}),
+        ("answer", {"answer": "Marie Curie born", "citations": ["d1#0"]}),
+        ("answer", {"answer": "Marie Curie born", "citations": ["d1#0"]}),
+    ])  # fmt: skip
+    run = run_agent(Q, AgentDeps(model, backend), RunOptions(**OPTS)).run
+    results = [s.results[0].content for s in run.steps]
+    assert results[1].startswith("error: the answer is a sentence of 17 words; give only what the question asks")
+    assert results[2].startswith("error: the answer repeats the question; give only what the question asks")
+    # the policy decides: the same answer given again stands as written
+    assert run.status == "answered" and run.answer == "Marie Curie born" and run.counters.tool_errors == 2
+
+
+def test_a_long_answer_at_the_last_step_is_recorded_not_refused(backend):
+    long = "She was born in Warsaw, the capital of Congress Poland, on 7 November 1867 to a family of teachers"
+    model = ScriptedChatModel([("search", {"query": "Marie Curie born"}), ("answer", {"answer": long, "citations": ["d1#0"]})])
+    run = run_agent(Q, AgentDeps(model, backend), RunOptions(max_steps=2, **OPTS)).run
+    assert run.status == "answered" and run.answer == long
+
+
+@pytest.mark.parametrize(("question", "answer", "problem"), [
+    ("Why did Owen Pritchard resign as chief executive in March 2016?",
+     "Owen Pritchard resigned as chief executive in March 2016", "repeats the question"),
+    ("Which happened first: the launch of Marlow Oceanics' Tidemark 200 or the fire at Kvarts Microsystems?",
+     "the launch of Marlow Oceanics' Tidemark 200", None),  # one of the options is the answer
+    ("Are Lake Vattern and Lake Vanern both in Sweden?", "yes", None),
+    ("What led to the nine-day closure of Sallow Road in February 2015?",
+     "The trunk main burst at Upper Sallow caused the nine-day closure of Sallow Road in February 2015.",
+     "a sentence of 17 words"),
+    ("What led to the nine-day closure of Sallow Road in February 2015?",
+     "The burst of the cast-iron trunk main under Sallow Road", None),
+])  # fmt: skip
+def test_what_counts_as_a_short_answer(question: str, answer: str, problem: str | None):
+    found = shape_problem(question, answer)
+    assert (found is None) if problem is None else (found is not None and problem in found)
