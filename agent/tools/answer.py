@@ -4,7 +4,7 @@ The answer text is the policy's own: nothing rewrites it. A citation of a chunk 
 refused, naming the valid ids. Without citations, the seen chunks whose text holds the answer are cited
 (the policy's text unchanged); an answer no seen chunk holds and no citation supports is refused —
 except yes/no and "insufficient information", which no passage spells out. An answer to a question that is a sentence
-(more than `SENTENCE_WORDS` words) or that repeats the question's own words is refused once with what a
+(more than `SENTENCE_WORDS` words) or that repeats the question's own words, or an item's answer that another item already has, is refused once with what a
 short answer is; given again, or at the run's last step, it is recorded as it stands (the policy decides, the tool only
 states the contract).
 """
@@ -84,6 +84,25 @@ def shape_problem(question: str, text: str) -> str | None:
     return None
 
 
+def repeated_item(run: RunState, sq: SubQuestion, text: str) -> str | None:
+    """Why `text` is not item `sq`'s own answer: another item already has it word for word (a small model
+    copies its previous answer call); None when it is new, or a yes/no that items share."""
+    key = _words(text)
+    other = next((s for s in run.plan.sub_questions if s.id != sq.id and s.answer and _words(s.answer) == key), None)
+    if other is None or key in UNCITED:
+        return None
+    return (f"item {other.id} already has the answer {text!r}; item {sq.id} asks: {sq.text[:300]} "
+            f"— give its own answer from the evidence found for it, and its citations")
+
+
+def _problem(run: RunState, sq: SubQuestion | None, text: str) -> str | None:
+    """What the answer contract refuses in `text` (a long request's findings are exempt: its requirements,
+    "give an overview of …", are answered by findings, not a phrase)."""
+    if run.plan.outline:
+        return None
+    return shape_problem(sq.text if sq else run.question, text) or (repeated_item(run, sq, text) if sq else None)
+
+
 def _refused_before(run: RunState, problem: str) -> bool:
     """Whether an earlier `answer` call was refused for the same problem (the second try is recorded)."""
     head = problem.split(";")[0]
@@ -117,8 +136,7 @@ def make_answer(ctx: ToolContext) -> Tool:
         if not text:
             raise ToolError("answer is empty; give the answer in a few words")
         sq = _item(run, item)
-        # a long request's requirements ("give an overview of …") are answered by findings, not a phrase
-        problem = None if run.plan.outline else shape_problem(sq.text if sq else run.question, text)
+        problem = _problem(run, sq, text)
         if problem and not ctx.last_turn and not _refused_before(run, problem):
             raise ToolError(problem)
         cites = checked_citations(run, text, citations)

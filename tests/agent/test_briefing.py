@@ -90,3 +90,21 @@ def test_a_briefing_typed_on_one_line_and_its_question_text() -> None:
     assert validate_question("What  is\nthe capital?") == "What is the capital?"
 
 
+
+
+def test_an_items_answer_copied_from_another_item_is_refused_once_with_the_items_own_question(backend) -> None:
+    qs = [*QS[:2], "Was Marie Curie born in Warsaw?", "Was Pierre Curie a physicist?"]
+    model = ScriptedChatModel([
+        ("search", {"query": "Marie Curie born"}),
+        ("answer", {"answer": "Warsaw", "citations": ["d1#0"], "item": 1}),
+        ("answer", {"answer": "warsaw", "citations": ["d1#0"], "item": 2}),  # the previous call, copied
+        ("search", {"query": "Pierre Curie born"}),
+        ("answer", {"answer": "Paris", "citations": ["d2#0"], "item": 2}),
+        ("answer", {"answer": "yes", "item": 3}),
+        ("answer", {"answer": "yes", "item": 4}),  # yes/no: items share it
+    ])  # fmt: skip
+    run = run_agent(render_request(qs), AgentDeps(model, backend), RunOptions(**OPTS)).run
+    refused = run.steps[2].results[0].content
+    assert refused.startswith(f"error: item 1 already has the answer 'warsaw'; item 2 asks: {qs[1]}")
+    assert [sq.answer for sq in run.plan.sub_questions] == ["Warsaw", "Paris", "yes", "yes"]
+    assert run.counters.tool_errors == 1 and run.status == "answered"
