@@ -24,12 +24,13 @@ SUGGESTED = "suggested: "  # the line that shows the model policy the workflow's
 
 
 def item_lines(run: RunState) -> list[str]:
-    """One line per item of a long task: answered (with its answer) or open; the first open one in full."""
+    """One line per item of a long task: answered or open; the first open one in full. An answered item's
+    answer is not repeated here: a small model copied the answers listed right above the open item."""
     nxt = next(iter(run.plan.open()), None)
     lines = []
     for sq in run.plan.sub_questions:
         if sq.done:
-            lines.append(f"  {sq.id}. [answered: {neutralize(snippet(sq.answer or '', 40))}] {snippet(sq.text, ITEM_CHARS)}")
+            lines.append(f"  {sq.id}. [answered] {snippet(sq.text, ITEM_CHARS)}")
         else:
             lines.append(f"  {sq.id}. [open] {sq.text if sq is nxt else snippet(sq.text, ITEM_CHARS)}")
     return lines

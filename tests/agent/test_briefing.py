@@ -53,7 +53,8 @@ def test_a_briefing_runs_in_the_loop_until_every_item_has_an_answer(backend) -> 
     assert backend.queries == ["Marie Curie born", "Pierre Curie born", "Warsaw river"]  # the model's only
     status = [c["messages"][-1].content for c in model.calls if c["tools"]]
     assert "items: 0 of 3 answered" in status[0] and f"1. [open] {QS[0]}" in status[0]
-    assert "items: 1 of 3 answered" in status[2] and "1. [answered: Warsaw]" in status[2]
+    assert "items: 1 of 3 answered" in status[2] and "1. [answered] Where was Marie" in status[2]
+    assert "[answered:" not in status[2]  # an answer listed above the open item is copied
     assert run.steps[1].results[0].content == "Answer to item 1 recorded: Warsaw; items still open: 2, 3"
     assert any(e["type"] == "items" for e in events)
     sections = res.report.split("### ")
