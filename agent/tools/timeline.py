@@ -34,6 +34,9 @@ CHAIN_SEARCHES = 2  # extra searches for the best causes' own causes (their docu
 CHAIN_FROM = 4  # the best causes whose own causes are ranked in turn (a link deeper)
 CHAIN_SHOWN = 2  # causes past SHOWN still shown when they lead through a shown one
 TEXT_CHARS, SUPPORT_CHARS = 160, 150
+# what the numbered lines are, said before them: a small model answered "what led to X" with X, the subject line
+LIST_HEADS = {"causes": "what led to it, best evidence first:", "before": "before it, nearest first:",
+              "after": "after it, in time order:", "around": "around it, in time order:"}
 
 
 def _causes(ctx: ToolContext, subject: str) -> tuple[Ranked | None, list[Ranked]]:
@@ -123,9 +126,12 @@ def make_timeline(ctx: ToolContext) -> Tool:
         head = f"Timeline of {neutralize(subject)!r} ({relation}) {DATA_NOTE}:"
         lines = [head]
         if target is not None:
-            lines.append(f"subject: [c:{target.chunk_id}] {target.date or 'undated'} {neutralize(snippet(target.text, TEXT_CHARS))}")
+            lines.append(f"subject (the event itself): [c:{target.chunk_id}] {target.date or 'undated'} "
+                         f"{neutralize(snippet(target.text, TEXT_CHARS))}")
         else:
             lines.append("subject: not found in the evidence")
+        if shown:
+            lines.append(LIST_HEADS[relation])
         lines += [f"{i}. {_line(r)}" for i, r in enumerate(shown, 1)]
         if not shown:
             lines.append("no linked event found" if relation == "causes" else f"no dated event {relation} it found")

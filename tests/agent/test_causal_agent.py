@@ -80,8 +80,9 @@ def test_the_timeline_tool_shows_cited_lines_and_structured_events():
     ctx = ToolContext(run=RunState(question="q"), backend=backend, model=ScriptedChatModel([]), options=RunOptions())
     result = build_registry(ctx).call("timeline", {"subject": SUBJECT, "relation": "causes"})
     lines = result.content.splitlines()
-    assert lines[1].startswith("subject: [c:storm#1] 2020-03-21")
-    assert lines[2].startswith('1. [c:storm#1] undated the damage (linked by "Because of the damage, the county')
+    assert lines[1].startswith("subject (the event itself): [c:storm#1] 2020-03-21")
+    assert lines[2] == "what led to it, best evidence first:"
+    assert lines[3].startswith('1. [c:storm#1] undated the damage (linked by "Because of the damage, the county')
     assert result.data["events"][0] | {"score": 0} == {
         "text": "the damage", "date": None, "chunk_id": "storm#1", "score": 0, "link": "connective",
         "support": "Because of the damage, the county closed the Kell footbridge on 21 March 2020.",
