@@ -3,10 +3,10 @@
 The answer text is the policy's own: nothing rewrites it. A citation of a chunk the run has not seen is
 refused, naming the valid ids. Without citations, the seen chunks whose text holds the answer are cited
 (the policy's text unchanged); an answer no seen chunk holds and no citation supports is refused —
-except yes/no and "insufficient information", which no passage spells out. An answer to a question that is a sentence
-(more than `SENTENCE_WORDS` words) or that repeats the question's own words, or an item's answer that another item already has, is refused once with what a
-short answer is; given again, or at the run's last step, it is recorded as it stands (the policy decides, the tool only
-states the contract).
+except yes/no and "insufficient information", which no passage spells out. An answer to a question that
+is a sentence (more than `SENTENCE_WORDS` words) or that repeats the question's own words, or an item's
+answer that another item already has, is refused once with what a short answer is; given again, or at
+the run's last step, it is recorded as it stands (the policy decides, the tool only states the contract).
 """
 
 from __future__ import annotations

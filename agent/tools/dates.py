@@ -60,10 +60,11 @@ def compare(a: EventTime, b: EventTime) -> dict[str, Any]:
             "years": span_between(a, b, "years"), "days": span_between(a, b, "days")}
 
 
-def _result(first: str, second: str, op: Op, a: Any, b: Any, unit: Unit | None, in_unit: str | None) -> str:
-    if a is None or b is None:
+def _result(first: str, second: str, op: Op, got: dict[str, Any] | None, unit: Unit | None,
+            in_unit: str | None) -> str:
+    """The tool's last line from `compare`'s result (None: a date is missing)."""
+    if got is None:
         return "cannot compare: a date is missing"
-    got = compare(a[0], b[0])
     if op == "difference" and unit is not None:
         return f"difference: {in_unit}" if in_unit else f"difference: the dates are too coarse to count {unit}"
     if op == "order":
@@ -91,13 +92,13 @@ def make_dates(ctx: ToolContext) -> Tool:
         if not words(first) or not words(second):
             raise ToolError("first and second must each name an event in a few words")
         a, b = date_of(ctx, first), date_of(ctx, second)
+        got = compare(a[0], b[0]) if a is not None and b is not None else None
         in_unit = span_text(a[0], b[0], unit) if a and b and op == "difference" and unit else None
         lines = [f"Dates {DATA_NOTE}:", _line("first", first, a), _line("second", second, b),
-                 _result(first, second, op, a, b, unit, in_unit)]
+                 _result(first, second, op, got, unit, in_unit)]
         data: dict[str, Any] = {"first": _side(a), "second": _side(b), "op": op, "unit": unit,
                                 "earlier": None, "years": None, "days": None, "difference": in_unit}
-        if a is not None and b is not None:
-            data |= compare(a[0], b[0])
+        data |= got or {}
         cited = [x[2] for x in (a, b) if x is not None]
         evidence = evidence_for(ctx, [c.chunk_id for c in cited], cited)
         return ToolResult(content="\n".join(lines), evidence=evidence, data=data)

@@ -91,8 +91,6 @@ def test_a_briefing_typed_on_one_line_and_its_question_text() -> None:
     assert validate_question("What  is\nthe capital?") == "What is the capital?"
 
 
-
-
 def test_an_items_answer_copied_from_another_item_is_refused_once_with_the_items_own_question(backend) -> None:
     qs = [*QS[:2], "Was Marie Curie born in Warsaw?", "Was Pierre Curie a physicist?"]
     model = ScriptedChatModel([
