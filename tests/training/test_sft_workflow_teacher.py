@@ -137,9 +137,16 @@ def test_the_memory_wrapper_folds_past_half_the_budget_and_unfolds_for_a_cross_r
     folds = [i for i, name in enumerate(calls) if name == "fold"]
     assert folds and folds[0] == calls.index("answer") + 1  # at item 2's start
     samples = tight.run.counters.context_samples  # the context of each turn, as the status line states it
-    for i in folds:
-        assert calls[i - 1] == "answer" and samples[i] > 0.5 * budget
-        assert tight.run.steps[i].assistant.tool_calls[0].arguments == {"target": "all"}
+    steps = tight.run.steps
+    for i in folds:  # at an item's start: the item just answered, one block each
+        assert samples[i] > 0.5 * budget
+        if calls[i - 1] == "answer":
+            answered = steps[i - 1].assistant.tool_calls[0].arguments["item"]
+            assert steps[i].assistant.tool_calls[0].arguments == {"target": f"item{answered}"}
+        else:  # before the cross-reference unfold: the open item's own steps make room
+            assert calls[i + 1] == "unfold"
+            assert steps[i].assistant.tool_calls[0].arguments == {"target": f"item{len(tight.run.plan.sub_questions)}"}
+    assert steps[folds[0]].assistant.tool_calls[0].arguments == {"target": "item1"}
     # the cross-reference item: its detail lies in item 1's folded search, unfolded before its answer
     unfolds = [i for i, name in enumerate(calls) if name == "unfold"]
     assert unfolds and calls[unfolds[0]:] == ["unfold"] * len(unfolds) + ["answer"]

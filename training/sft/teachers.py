@@ -23,8 +23,11 @@ The workflow teacher (``policy_trajectories`` with ``MemoryWorkflow``) is the sc
 the prompts the model policy is given alone (no suggestion line), its answers read by the run's model.
 ``MemoryWorkflow`` adds the memory decisions of a long task: at the start of an item, once the turn's
 context (``RunState.counters.context_samples``) passes ``WORKFLOW_FOLD_SHARE`` of the budget, it
-folds all finished steps; on a cross-reference item whose referred item's search lies in a fold, it
-unfolds that fold before giving the workflow's answer. Single questions are unchanged.
+folds the item just answered (``itemN``: one block per item, so a later unfold restores that item
+alone; "all" where no item target is valid); on a cross-reference item whose referred item's search
+lies in a fold, it unfolds that fold before giving the workflow's answer, first folding the open
+item's own finished steps when the context is past the share (room for what the unfold restores).
+Single questions are unchanged.
 ``long_questions`` builds those long tasks from the training questions' own set
 (``eval.longhorizon.tasks.build_tasks``) and judges them per item.
 """
@@ -185,8 +188,9 @@ class MemoryWorkflow:
         offered = {s.name for s in specs if s.available}
         turn, self._held = self._held, None
         if turn is None:
-            if "fold" in offered and self.fold_due(run, ctx):
-                return _numbered(Turn(calls=[ToolCall(id="", name="fold", arguments={"target": "all"})]), run)
+            target = self.fold_due(run, ctx) if "fold" in offered else None
+            if target is not None:
+                return _fold(target, run)
             turn = self.inner.next_call(run, specs, ctx)
             if not any(c.name == "answer" for c in turn.calls):
                 return turn
@@ -194,14 +198,30 @@ class MemoryWorkflow:
         if fold_id is None:
             return _numbered(turn, run)
         self._held = turn
+        own = self.room_for_unfold(run, ctx) if "fold" in offered else None
+        if own is not None:  # the open item's search and reads make way for the steps the unfold restores
+            return _fold(own, run)
         return _numbered(Turn(calls=[ToolCall(id="", name="unfold", arguments={"fold_id": fold_id})]), run)
 
-    def fold_due(self, run: RunState, ctx: PolicyContext) -> bool:
-        """A long task's item starts (no step since the last answer) with this turn's context past the
-        share of the budget, and finished steps to fold."""
+    def _past_share(self, run: RunState, ctx: PolicyContext) -> bool:
         used = run.counters.context_samples[-1] if run.counters.context_samples else 0
-        return (bool(run.plan.sub_questions) and not item_steps(run) and "all" in fold_targets(run)
-                and used > self.share * ctx.options.context_budget)  # fmt: skip
+        return used > self.share * ctx.options.context_budget
+
+    def fold_due(self, run: RunState, ctx: PolicyContext) -> str | None:
+        """The target to fold when a long task's item starts (no step since the last answer) with this
+        turn's context past the share of the budget: the item just answered, else all finished steps."""
+        if not run.plan.sub_questions or item_steps(run) or not self._past_share(run, ctx):
+            return None
+        targets = fold_targets(run)
+        answered = [sq.id for sq in run.plan.sub_questions if sq.done and f"item{sq.id}" in targets]
+        last = max(answered, key=lambda i: max(run.plan.get(i).steps), default=None)
+        return f"item{last}" if last is not None else ("all" if "all" in targets else None)
+
+    def room_for_unfold(self, run: RunState, ctx: PolicyContext) -> str | None:
+        """The open item's own target, when the context is past the share before an unfold."""
+        item = next(iter(run.plan.open()), None)
+        target = f"item{item.id}" if item is not None else ""
+        return target if target in fold_targets(run) and self._past_share(run, ctx) else None
 
     @staticmethod
     def needed_fold(run: RunState) -> str | None:
@@ -212,6 +232,10 @@ class MemoryWorkflow:
         ref = run.plan.get(referred_item(item.text)) if item is not None else None
         folds = [run.memory.covering(n) for n in (ref.steps if ref is not None else [])]
         return next((f.fold_id for f in folds if f is not None), None)
+
+
+def _fold(target: str, run: RunState) -> Turn:
+    return _numbered(Turn(calls=[ToolCall(id="", name="fold", arguments={"target": target})]), run)
 
 
 def _numbered(turn: Turn, run: RunState) -> Turn:
