@@ -18,6 +18,7 @@ from typing import Literal
 from agent.llm import LLMError, Message
 from agent.memory import CITATION_RE, Fold, FoldError, Step, call_digest, step_text
 from agent.memory.blocks import Granularity
+from agent.plan import step_items
 from agent.prompts import FOLD_SCHEMA, FOLD_SYSTEM, FOLD_TEMPLATE
 from agent.state import RunState
 from agent.tools.context import ToolContext
@@ -169,16 +170,17 @@ def apply_fold(
 
 def fold_targets(run: RunState) -> dict[str, tuple[int, int]]:
     """The fold targets valid now, by name (what the status line shows): "all" (every completed
-    step not yet folded; in a long task from step 1, nesting earlier folds) and "itemN" (the steps
-    taken while item N was being researched)."""
+    step not yet folded; in a long task from step 1, nesting earlier folds) and "itemN" (every step
+    taken while item N was the open one, its reads and answer included: ``agent.plan.step_items``)."""
     n = len(run.steps)
     out: dict[str, tuple[int, int]] = {}
     spans = run.memory.uncovered_spans(n)
     if spans:  # a long task nests its earlier folds too: one index block of the items done
         out["all"] = (1 if run.plan.sub_questions else spans[0][0], n)
-    for sq in run.plan.sub_questions:
-        if sq.steps:
-            out[f"item{sq.id}"] = (min(sq.steps), max(sq.steps))
+    for step, item in step_items(run.plan, run.steps).items():
+        if item is not None:
+            start, end = out.get(f"item{item}", (step, step))
+            out[f"item{item}"] = (min(start, step), max(end, step))
     valid = {}
     for name, (start, end) in out.items():
         try:

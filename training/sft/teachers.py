@@ -214,14 +214,19 @@ class MemoryWorkflow:
             return None
         targets = fold_targets(run)
         answered = [sq.id for sq in run.plan.sub_questions if sq.done and f"item{sq.id}" in targets]
-        last = max(answered, key=lambda i: max(run.plan.get(i).steps), default=None)
+        last = max(answered, key=lambda i: targets[f"item{i}"][1], default=None)
         return f"item{last}" if last is not None else ("all" if "all" in targets else None)
 
     def room_for_unfold(self, run: RunState, ctx: PolicyContext) -> str | None:
-        """The open item's own target, when the context is past the share before an unfold."""
+        """The open item's own target, when the context is past the share before an unfold and the item
+        has research steps still shown (once folded, its span holds only that fold)."""
         item = next(iter(run.plan.open()), None)
-        target = f"item{item.id}" if item is not None else ""
-        return target if target in fold_targets(run) and self._past_share(run, ctx) else None
+        span = fold_targets(run).get(f"item{item.id}") if item is not None else None
+        if span is None or not self._past_share(run, ctx):
+            return None
+        shown = [s for s in run.steps[span[0] - 1 : span[1]] if run.memory.covering(s.n) is None
+                 and not any(c.name in ("fold", "unfold") for c in s.assistant.tool_calls)]  # fmt: skip
+        return f"item{item.id}" if shown else None
 
     @staticmethod
     def needed_fold(run: RunState) -> str | None:
