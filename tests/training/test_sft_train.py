@@ -177,3 +177,31 @@ def test_lora_on_the_output_head_trains_and_merges_into_lm_head(cfg, tiny_model_
     merged, _ = load_model_and_tokenizer(save_final(trainer, lora))
     base, _ = load_model_and_tokenizer(tiny_model_dir)
     assert not torch.equal(merged.lm_head.weight, base.lm_head.weight)
+
+
+def test_the_completion_loss_is_the_full_head_loss_on_the_completion_tokens(tiny_model_dir) -> None:
+    """The head runs at the completion's positions only, and the loss and its gradient are those of the
+    full-logit cross-entropy restricted to the trained tokens (the prompt untrained)."""
+    from training.sft.train import completion_loss
+
+    model, _ = load_model_and_tokenizer(tiny_model_dir, dtype="float32", padding_side="right")
+    torch.manual_seed(0)
+    ids = torch.randint(0, model.config.vocab_size, (2, 24))
+    labels = ids.clone()
+    labels[0, :15] = -100  # row 1: the last 9 tokens are its completion
+    labels[1, :20] = -100
+    inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels}
+    loss, accuracy = completion_loss(model, inputs)
+    loss.backward()
+    fast = [p.grad.clone() for p in model.parameters() if p.grad is not None]
+    model.zero_grad()
+    logits = model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits[:, :-1]
+    full = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels[:, 1:], ignore_index=-100)
+    full.backward()
+    slow = [p.grad for p in model.parameters() if p.grad is not None]
+    assert torch.allclose(loss, full, atol=1e-5) and 0.0 <= accuracy <= 1.0
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(fast, slow, strict=True))
+    # under gradient accumulation the sum is divided by the tokens of all the accumulated batches
+    trained = int((labels[:, 1:] != -100).sum())
+    halved, _ = completion_loss(model, inputs, num_items_in_batch=2 * trained)
+    assert torch.allclose(halved, loss.detach() / 2, atol=1e-5)

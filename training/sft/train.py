@@ -4,9 +4,9 @@
   student's own chat template (the one it is served with: Qwen2.5's for the packaged 0.5B) and the
   rows' tool specs (the agent registry's): ``input_ids`` = prompt rendered with the generation prompt +
   the assistant turn, ``completion_mask`` = 1 on the assistant turn only, so neither the prompt (system,
-  question, folded blocks, tool results of earlier turns) nor tool results are trained
-  (assistant-only loss through TRL's completion-only loss). Tool-call arguments stored as JSON
-  strings are parsed back to objects first (Qwen2.5's template would otherwise quote them twice);
+  question, folded blocks, tool results of earlier turns) nor tool results are trained (assistant-only
+  loss: ``completion_loss`` runs the output head at those positions only). Tool-call arguments stored
+  as JSON strings are parsed back to objects first (Qwen2.5's template would otherwise quote them twice);
   rows longer than ``max_length`` are dropped and counted, never truncated into a broken turn;
 - optional LoRA (peft), merged into the final model by default so RL loads a plain model;
 - checkpoints every ``save_steps`` in ``output_dir``; ``resume=true`` continues from the newest one;
@@ -135,6 +135,38 @@ def last_checkpoint(output_dir: Path) -> str | None:
     return get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
 
 
+def completion_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None) -> tuple[Any, float]:
+    """Cross-entropy on the completion's tokens, with the output head applied at those positions only
+    (``logits_to_keep``): an agent turn's prompt is ~2,000 tokens and its call ~30, and the head over
+    the 151,936-token vocabulary at every prompt position cost more than the top layers' backward.
+    Returns the loss (summed over the batch's trained tokens, divided by ``num_items_in_batch`` when
+    given, as ``Trainer`` accumulates) and the top-1 accuracy on those tokens."""
+    labels = inputs["labels"][:, 1:]
+    keep = (labels != -100).any(dim=0).nonzero().squeeze(-1)
+    kwargs = {k: inputs[k] for k in ("attention_mask", "position_ids") if k in inputs}
+    logits = model(input_ids=inputs["input_ids"], logits_to_keep=keep, use_cache=False, **kwargs).logits
+    target = labels[:, keep]
+    loss = torch.nn.functional.cross_entropy(logits.float().transpose(1, 2), target, ignore_index=-100, reduction="sum")
+    trained = (target != -100).sum()
+    with torch.no_grad():
+        right = ((logits.argmax(-1) == target) & (target != -100)).sum()
+    denominator = num_items_in_batch if num_items_in_batch is not None else trained.clamp(min=1)
+    return loss / denominator, float(right) / max(1, int(trained))
+
+
+def _completion_trainer(base: type) -> type:
+    class CompletionSFTTrainer(base):  # type: ignore[misc, valid-type]
+        """TRL's SFTTrainer with ``completion_loss`` (TRL's own loss runs the head at every position)."""
+
+        def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
+                         num_items_in_batch: Any = None) -> Any:  # fmt: skip
+            loss, accuracy = completion_loss(model, inputs, num_items_in_batch)
+            self._metrics["train" if model.training else "eval"]["mean_token_accuracy"].append(accuracy)
+            return (loss, None) if return_outputs else loss
+
+    return CompletionSFTTrainer
+
+
 def build_trainer(cfg: SFTRunConfig, rows: list[dict[str, Any]]) -> Any:
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
@@ -165,9 +197,11 @@ def build_trainer(cfg: SFTRunConfig, rows: list[dict[str, Any]]) -> Any:
         report_to="none",
         use_cpu=not torch.cuda.is_available(),
         dataloader_num_workers=0,
-        **({"gradient_checkpointing": True} if o.gradient_checkpointing else {}),
+        # explicit: TRL's SFTConfig turns checkpointing on by default, and with adapters that makes the
+        # inputs require grad, so the backward runs through every layer, not only the adapted top ones
+        gradient_checkpointing=o.gradient_checkpointing,
     )
-    trainer = SFTTrainer(
+    trainer = _completion_trainer(SFTTrainer)(
         model=model,
         args=args,
         train_dataset=Dataset.from_list(data.rows),
