@@ -175,8 +175,9 @@ def grpo_args(cfg: RLRunConfig, world_size: int | None = None) -> Any:
     from training.rl.configs import load_rollout_settings
 
     extra: dict[str, Any] = load_rollout_settings(cfg.launch.rollout).grpo_kwargs()
-    if g.gradient_checkpointing:
-        extra["gradient_checkpointing"] = True
+    # explicit: TRL's GRPOConfig turns checkpointing on by default (with adapters the backward then runs
+    # through every layer, not only the adapted ones)
+    extra["gradient_checkpointing"] = g.gradient_checkpointing
     # a rollout's turn is capped as the agent caps a served turn (one generate call per turn: HF's
     # max_new_tokens, vLLM's max_tokens); uncapped, a sampled turn that runs on after its call spent the
     # whole completion budget, which the tool results share: rollouts were clipped before any reached
