@@ -90,3 +90,17 @@ def run_options_with(**defaults: Any) -> Any:
         return {**defaults, **value} if isinstance(value, dict) else value
 
     return Annotated[RunOptions, BeforeValidator(merge)]
+
+
+# A trained student's folder holds the run options its rows were recorded with (SFT writes it): the
+# options that shape what the model sees each turn. `Settings` applies them to a run of that student
+# where the user set none, so `ask --model DIR` shows it prompts in the form it was trained on.
+TRAINED_RUN_FILE = "eventfold_run.json"
+TRAINED_RUN_KEYS = ("context_budget", "search_top_k", "show_k", "result_chars", "read_chars", "step_max_tokens",
+                    "fold_summary", "keep_recent_steps", "max_repeat_queries", "answer_max_tokens", "suggest")
+
+
+def trained_run_options(options: RunOptions) -> dict[str, Any]:
+    """What a student trained on runs of ``options`` is served with: their prompt-shaping options, and no
+    suggestion line (training rows never show one)."""
+    return {**{k: getattr(options, k) for k in TRAINED_RUN_KEYS}, "suggest": False}

@@ -16,6 +16,7 @@ explicitly; nothing in the library reads a global.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -37,7 +38,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from eventfold.run_options import LONG_MAX_STEPS, RunOptions
+from eventfold.run_options import LONG_MAX_STEPS, TRAINED_RUN_FILE, RunOptions
 from eventfold.text_safety import mask_secrets, mask_url
 
 ENV_FILE_VAR = "EVENTFOLD_ENV_FILE"
@@ -193,6 +194,22 @@ class Settings(BaseSettings):
             raise ValueError(f"index must be a simple name (letters, digits, '_', '-', '.'; not starting "
                              f"with '.'), got {v!r}")
         return v
+
+    @model_validator(mode="after")
+    def _trained_student_runs_as_trained(self) -> Settings:
+        """A trained student (``llm.hf_model_dir`` with ``TRAINED_RUN_FILE``) runs with the options its
+        training rows were recorded with, for every run option the user did not set."""
+        folder = self.llm.hf_model_dir if self.llm.backend == "transformers" else None
+        path = folder.expanduser() / TRAINED_RUN_FILE if folder is not None else None
+        if path is None or not path.is_file():
+            return self
+        try:
+            trained = json.loads(path.read_text(encoding="utf-8"))
+            update = {k: v for k, v in trained.items() if k not in self.run.model_fields_set}
+            self.run = RunOptions.model_validate({**self.run.model_dump(exclude_unset=True), **update})
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{path}: not the run options of a trained student ({exc})") from exc
+        return self
 
     # --- derived paths -------------------------------------------------------------------------
     @property

@@ -70,3 +70,28 @@ def test_shipped_training_configs_nest_the_run_config():
     assert rl.env.run.read_chars == 800  # not in the file: the environment's default
     sft = load_config(CONFIGS / "sft_tiny.toml", SFTRunConfig)
     assert (sft.teacher.run.context_budget, sft.teacher.run.max_steps) == (3000, 6)
+
+
+def test_a_trained_student_runs_with_the_options_it_was_trained_in(tmp_path, monkeypatch) -> None:
+    """A student folder's run file sets every run option the user left unset (no suggestion line, the
+    training budget); an option the user set stays theirs; a damaged file is a clear error."""
+    import json
+
+    import pytest
+
+    from eventfold.run_options import TRAINED_RUN_FILE, trained_run_options
+    from eventfold.settings import Settings
+
+    trained = trained_run_options(RunOptions(context_budget=3000, search_top_k=3, result_chars=300))
+    (tmp_path / TRAINED_RUN_FILE).write_text(json.dumps(trained), encoding="utf-8")
+    llm = {"backend": "transformers", "hf_model_dir": tmp_path}
+    plain = Settings(llm=llm).run
+    assert (plain.suggest, plain.context_budget, plain.search_top_k, plain.result_chars) == (False, 3000, 3, 300)
+    assert "max_steps" not in plain.model_fields_set  # a long report keeps its own step cap
+    monkeypatch.setenv("EVENTFOLD_RUN__CONTEXT_BUDGET", "5000")
+    assert Settings(llm=llm).run.context_budget == 5000 and Settings(llm=llm).run.suggest is False
+    assert Settings().run.suggest is True  # the packaged model: no student file
+    monkeypatch.delenv("EVENTFOLD_RUN__CONTEXT_BUDGET")
+    (tmp_path / TRAINED_RUN_FILE).write_text('{"context_budget": "lots"}', encoding="utf-8")
+    with pytest.raises(ValueError, match="not the run options of a trained student"):
+        Settings(llm=llm)

@@ -9,7 +9,8 @@ import torch
 
 from training.common.loading import load_model_and_tokenizer
 from training.common.tiny import qwen3_chat_template
-from training.config import ConfigError, SFTRunConfig, load_config
+from eventfold.run_options import TRAINED_RUN_FILE
+from training.config import ConfigError, QuestionsSection, SFTRunConfig, TeacherSection, load_config
 from training.sft.train import build_trainer, load_rows, run_sft, training_rows
 
 TOOLS = json.dumps(
@@ -160,6 +161,22 @@ def test_time_budget_stops_after_the_step_that_spends_it_and_saves(cfg) -> None:
     res = run_sft(timed)
     assert res.global_step == 1 and (res.final_dir / "config.json").is_file()
     assert res.seconds_per_step and res.tokens_per_second and res.dropped_too_long == 0
+    assert (timed.output_dir / "checkpoint-1").is_dir()  # the stopped step is saved: resume goes on from it
+    assert not (res.final_dir / TRAINED_RUN_FILE).exists()  # rows from elsewhere: no teacher's options
+
+
+def test_the_student_is_saved_with_the_run_options_of_its_rows(cfg) -> None:
+    """Rows recorded by the config's own teacher: the final folder says how they ran, so `ask --model`
+    serves the student with the same budget and result sizes and without a suggestion line."""
+    from pathlib import Path
+
+    questions = Path(__file__).resolve().parents[1] / "fixtures" / "tiny_corpus" / "questions.jsonl"
+    taught = cfg.model_copy(update={"questions": QuestionsSection(path=questions), "teacher": TeacherSection(
+        run={"context_budget": 3000, "result_chars": 300, "suggest": True})})  # fmt: skip
+    res = run_sft(taught)
+    saved = json.loads((res.final_dir / TRAINED_RUN_FILE).read_text())
+    assert saved["context_budget"] == 3000 and saved["result_chars"] == 300 and saved["suggest"] is False
+    assert "max_steps" not in saved and "policy" not in saved
 
 
 def test_lora_on_the_output_head_trains_and_merges_into_lm_head(cfg, tiny_model_dir) -> None:

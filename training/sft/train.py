@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from pydantic import BaseModel
 
+from eventfold.run_options import TRAINED_RUN_FILE, trained_run_options
 from training.common.loading import load_model_and_tokenizer, resolve_model_dir
 from training.common.time_budget import TimeBudget
 from training.config import LoraSection, ModelSection, SFTRunConfig
@@ -220,6 +221,9 @@ def save_final(trainer: Any, cfg: SFTRunConfig) -> Path:
         model = model.merge_and_unload()
     model.save_pretrained(final)
     trainer.processing_class.save_pretrained(final)  # keeps the inference chat template
+    if cfg.questions is not None:  # rows recorded by this config's teacher: serve the student as they ran
+        run = json.dumps(trained_run_options(cfg.teacher.run), indent=1)
+        (final / TRAINED_RUN_FILE).write_text(run + "\n", encoding="utf-8")
     return final
 
 
