@@ -97,7 +97,7 @@ def run_options_with(**defaults: Any) -> Any:
 # where the user set none, so `ask --model DIR` shows it prompts in the form it was trained on.
 TRAINED_RUN_FILE = "eventfold_run.json"
 TRAINED_RUN_KEYS = ("context_budget", "search_top_k", "show_k", "result_chars", "read_chars", "step_max_tokens",
-                    "fold_summary", "keep_recent_steps", "max_repeat_queries", "answer_max_tokens", "suggest")
+                    "fold_summary", "keep_recent_steps", "max_repeat_queries", "answer_max_tokens")
 
 
 def trained_run_options(options: RunOptions) -> dict[str, Any]:
