@@ -291,9 +291,11 @@ def _check_rollout(cfg: RLRunConfig, world: int, problems: list[str], notes: lis
     except (OSError, ValueError) as exc:
         problems.append(f"launch.rollout: {exc}")
         return False
-    if rollout.mode == "llama_cpp":
+    if rollout.mode in ("llama_cpp", "agent"):
+        if cfg.async_rollouts and rollout.mode == "agent":
+            problems.append("launch.rollout agent runs its own loop: set async_rollouts = false")
         if not cfg.lora.enabled or cfg.lora.modules_to_save:
-            problems.append("launch.rollout llama_cpp applies a LoRA adapter over the base GGUF: set [lora] "
+            problems.append(f"launch.rollout {rollout.mode} applies a LoRA adapter over the base GGUF: set [lora] "
                             "enabled = true without modules_to_save")
         if importlib.util.find_spec("llama_cpp") is None:
             notes.append("llama-cpp-python is not installed here (the `local` extra)")

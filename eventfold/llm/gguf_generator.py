@@ -63,9 +63,14 @@ class LlamaCppTokenGenerator:
         self.eos_ids = set(eos_ids) | {self._llm.token_eos()}
         self.reused_tokens = 0  # prompt tokens taken from the cache instead of evaluated (all calls)
 
-    def generate(self, ids: list[int], max_new: int, temperature: float | None, seed: int | None = None) -> list[int]:
+    def generate(
+        self, ids: list[int], max_new: int, temperature: float | None, seed: int | None = None,
+        logprobs: list[float] | None = None,
+    ) -> list[int]:  # fmt: skip
         """New ids after ``ids``; with a temperature the sampler is seeded with ``seed`` (default: the
-        generator's own), so a caller drawing several samples of one prompt passes one seed per sample."""
+        generator's own), so a caller drawing several samples of one prompt passes one seed per sample.
+        ``logprobs``, when given, receives log p(token) of each new id under the model's untempered
+        distribution (the logits llama.cpp sampled from; RL's shaping reads them as surprise)."""
         if len(ids) + max_new > self.n_ctx:
             raise LLMError(f"prompt of {len(ids)} tokens + {max_new} new exceeds the context window {self.n_ctx}")
         before = self._llm.n_tokens
@@ -81,9 +86,23 @@ class LlamaCppTokenGenerator:
         for tok in self._llm.generate(ids, temp=float(temperature or 0.0), top_k=0 if temperature else 1,
                                       top_p=1.0, min_p=0.0, repeat_penalty=1.0):  # fmt: skip
             out.append(int(tok))
+            if logprobs is not None:
+                logprobs.append(self._last_logprob(int(tok)))
             if tok in self.eos_ids or len(out) >= max_new:
                 break
         return out
+
+    def _last_logprob(self, token: int) -> float:
+        """log softmax of the last evaluated position's logits at ``token`` (llama.cpp keeps them for
+        its sampler even without ``logits_all``)."""
+        import llama_cpp
+        import numpy as np
+
+        n = self._llm.n_vocab()
+        logits = llama_cpp.llama_get_logits_ith(self._llm._ctx.ctx, -1)
+        row = np.ctypeslib.as_array(logits, shape=(n,)).astype(np.float64)
+        top = row.max()
+        return float(row[token] - top - np.log(np.exp(row - top).sum()))
 
     def close(self) -> None:
         """Free the model now (not at interpreter exit, when llama.cpp's bindings may be gone)."""

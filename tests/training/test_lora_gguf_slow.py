@@ -125,3 +125,64 @@ def test_rl_loop_with_llama_cpp_rollouts_runs_two_steps(small_student, tmp_path,
     assert engine.calls >= 2 * 2 and engine.generated_tokens > 0  # 2 rollouts x 2 steps, every turn sampled here
     logged = [x for x in trainer.state.log_history if "rollout/generate_s" in x]
     assert logged and all(x["rollout/adapter_convert_s"] > 0 for x in logged)
+
+
+def test_sampled_log_probs_are_the_models(small_student, tmp_path) -> None:
+    """The log-probs llama.cpp hands back while sampling (SIRAS reads them as surprise) are the model's
+    log-probs of those tokens, as a separate full evaluation computes them."""
+    from transformers import AutoTokenizer
+
+    from training.rl.llama_rollout import llama_token_logprobs
+
+    model_dir, base_gguf = small_student
+    ids = AutoTokenizer.from_pretrained(model_dir)(PROMPT, add_special_tokens=False)["input_ids"]
+    engine = LoraRolloutEngine(base_gguf, model_dir, Settings().cache_dir, tmp_path / "adapters", n_ctx=256, n_threads=1)
+    try:
+        engine.sync(_peft(model_dir))
+        lps: list[float] = []
+        out = engine.generate(ids, 10, 1.0, logprobs=lps)
+        adapter = engine.syncs[-1].adapter_gguf
+    finally:
+        engine.close()
+    assert len(lps) == len(out) >= 1 and all(lp <= 0.0 for lp in lps)
+    full = llama_token_logprobs(base_gguf, ids + out, len(ids), lora_gguf=adapter)
+    assert max(abs(a - b) for a, b in zip(lps, full, strict=True)) < 1e-3
+
+
+def test_agent_rl_runs_two_steps_saves_and_resumes(small_student, tmp_path, lexical_backend, tiny_questions) -> None:
+    """`launch.rollout = "agent"`: each rollout is a run of the agent (the model policy over the student's
+    chat template, sampled through llama.cpp with the current adapter); each step is a checkpoint, a
+    rerun continues from it, and the final folder serves as trained (GGUF export, run options)."""
+    import json
+
+    from eventfold.run_options import TRAINED_RUN_FILE
+    from training.config import RLRunConfig
+    from training.rl.run import run_rl
+    from training.sft.data import TrainingQuestion
+
+    model_dir, _ = small_student
+    spec = {
+        "model": {"path": str(model_dir)}, "output_dir": str(tmp_path / "rl"), "questions": {"path": str(tmp_path)},
+        "report_to": "tensorboard",
+        "env": {"run": {"context_budget": 1500, "max_steps": 2, "search_top_k": 1, "result_chars": 120,
+                        "step_max_tokens": 16}, "reward": {"context_budget": 1500}},
+        "grpo": {"num_generations": 2, "per_device_train_batch_size": 2, "max_steps": 2, "learning_rate": 1e-2,
+                 "temperature": 1.0, "save_steps": 1},
+        "lora": {"enabled": True, "r": 4, "alpha": 8},
+        "advantage": {"method": "siras"}, "launch": {"rollout": "agent"},
+    }  # fmt: skip
+    qs = [TrainingQuestion(id=q["id"], question=q["question"], golds=[q["answer"]]) for q in tiny_questions[:2]]
+    first = run_rl(RLRunConfig.model_validate(spec), qs, lexical_backend)
+    rows = [json.loads(line) for line in first.log_path.read_text().splitlines()]
+    assert first.global_step == 2 and first.resumed_from is None and [r["step"] for r in rows] == [1, 2]
+    assert all(r["rollout/generate_s"] > 0 and r["rollout/adapter_convert_s"] > 0 for r in rows)
+    assert all(r["tools/call_frequency"] >= 0 and 0.0 <= r["episode/valid_call_rate"] <= 1.0 for r in rows)
+    assert (tmp_path / "rl" / "checkpoint-2").is_dir() and (tmp_path / "rl" / "tb").is_dir()
+    final = first.final_dir
+    assert (final / "student-q8_0.gguf").is_file()
+    assert json.loads((final / TRAINED_RUN_FILE).read_text())["context_budget"] == 1500
+    spec["grpo"]["max_steps"] = 3
+    again = run_rl(RLRunConfig.model_validate(spec), qs, lexical_backend)
+    rows = [json.loads(line) for line in again.log_path.read_text().splitlines()]
+    assert again.resumed_from is not None and again.resumed_from.endswith("checkpoint-2")
+    assert [r["step"] for r in rows] == [1, 2, 3]  # the rerun trained step 3 only

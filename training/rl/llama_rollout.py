@@ -82,14 +82,17 @@ class LoraRolloutEngine:
         self._prune()
         return done
 
-    def generate(self, ids: list[int], max_new: int, temperature: float | None) -> list[int]:
-        """One sample; every call draws with its own seed (siblings of one prompt must differ)."""
+    def generate(
+        self, ids: list[int], max_new: int, temperature: float | None, logprobs: list[float] | None = None
+    ) -> list[int]:
+        """One sample; every call draws with its own seed (siblings of one prompt must differ);
+        ``logprobs`` receives the sampled ids' log-probs (``LlamaCppTokenGenerator.generate``)."""
         if self._generator is None:
             raise RuntimeError("LoraRolloutEngine.generate before the first sync(model)")
         self.calls += 1
         seed = None if self.seed is None else self.seed + self.calls
         t0 = time.perf_counter()
-        out = self._generator.generate(ids, max_new, temperature, seed=seed)
+        out = self._generator.generate(ids, max_new, temperature, seed=seed, logprobs=logprobs)
         self.generate_s += time.perf_counter() - t0
         self.generated_tokens += len(out)
         return out

@@ -340,6 +340,12 @@ def save_run_config(cfg: RLRunConfig) -> None:
 def run_rl(cfg: RLRunConfig, questions: list[TrainingQuestion], backend: Any, **model_kw: Any) -> RLResult:
     require_report_backend(cfg.report_to)
     save_run_config(cfg)
+    from training.rl.configs import load_rollout_settings
+
+    if load_rollout_settings(cfg.launch.rollout).mode == "agent":
+        from training.rl.agent_run import run_agent_rl
+
+        return run_agent_rl(cfg, questions, backend)
     if cfg.async_rollouts:
         model, tok = model_kw.get("model"), model_kw.get("tokenizer")
         if model is None or tok is None:

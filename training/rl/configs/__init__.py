@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ACCELERATE_CONFIGS = ("single_gpu", "multi_gpu_ddp", "deepspeed_zero2", "deepspeed_zero3", "fsdp")
-ROLLOUT_CONFIGS = ("hf_generate", "llama_cpp", "vllm_colocate", "vllm_server")
+ROLLOUT_CONFIGS = ("hf_generate", "llama_cpp", "agent", "vllm_colocate", "vllm_server")
 _DISTRIBUTED_TYPES = {"NO", "MULTI_GPU", "DEEPSPEED", "FSDP"}
 
 
@@ -60,8 +60,9 @@ class RolloutSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     # none: transformers' generate; llama_cpp: the base GGUF + the trainer's LoRA adapter exported each
-    # step (training.rl.llama_rollout, CPU); colocate / server: vLLM
-    mode: Literal["none", "llama_cpp", "colocate", "server"] = "none"
+    # step (training.rl.llama_rollout, CPU); agent: every rollout a run of the agent itself, each turn
+    # trained on its own prompt, generating as llama_cpp does (training.rl.agent_run); colocate / server: vLLM
+    mode: Literal["none", "llama_cpp", "agent", "colocate", "server"] = "none"
     gpu_memory_utilization: float = Field(
         0.3, gt=0.0, le=1.0, description="colocate: vLLM's share of the GPU"
     )
@@ -85,7 +86,7 @@ class RolloutSettings(BaseModel):
         return self
 
     def grpo_kwargs(self) -> dict[str, Any]:
-        if self.mode in ("none", "llama_cpp"):
+        if self.mode in ("none", "llama_cpp", "agent"):
             return {"use_vllm": False}
         kw: dict[str, Any] = {
             "use_vllm": True,

@@ -1,0 +1,114 @@
+"""RL from agent rollouts: a rollout's turns share its advantage (GRPO) or its shaped advantages split
+back turn by turn (SIRAS); the loss is the token mean of −A·log π over the batch; questions per step."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from training.rl.advantages import EstimatorContext
+from training.rl.agent_rollout import Rollout, SampledTurn, SampledTurns
+from training.rl.agent_run import step_questions
+from training.rl.agent_step import policy_update, rollout_advantages, rollout_metrics
+from training.rl.rewards import EpisodeOutcome, RewardBreakdown
+from training.rl.siras import SirasConfig
+from training.sft.data import TrainingQuestion
+
+
+def _rollout(group: int, reward: float, turns: list[list[int]], valid: int | None = None) -> Rollout:
+    sampled = [SampledTurn([1, 2, 3], t, [-0.5] * len(t)) for t in turns]
+    outcome = EpisodeOutcome(answer="x" if reward > 0 else None, golds=["x"], tool_calls=len(turns))
+    breakdown = RewardBreakdown(
+        correctness=reward, em=reward, f1=reward, context_cost=0.0, format=0.0, total=reward
+    )
+    return Rollout(question=group, turns=sampled, outcome=outcome, reward=breakdown, policy_turns=len(turns),
+                   valid_turns=len(turns) if valid is None else valid, seconds=1.0)  # fmt: skip
+
+
+def test_grpo_gives_every_turn_of_a_rollout_its_group_advantage() -> None:
+    rollouts = [_rollout(0, 1.0, [[5, 6], [7]]), _rollout(0, 0.0, [[5, 9, 9]]), _rollout(1, 0.5, [[4]]),
+                _rollout(1, 0.5, [[4], [4]])]  # fmt: skip
+    advs = rollout_advantages(rollouts, "grpo", SirasConfig(), EstimatorContext())
+    assert [[len(t) for t in r] for r in advs.turns] == [[2, 1], [3], [1], [1, 1]]
+    win, lose = advs.turns[0], advs.turns[1]
+    assert all(bool((t > 0).all()) for t in win) and bool((lose[0] < 0).all())
+    assert torch.allclose(win[0][0], -lose[0][0])  # two siblings: ±A
+    assert all(bool((t == 0).all()) for r in advs.turns[2:] for t in r)  # a group of equal rewards: no signal
+
+
+def test_siras_shapes_within_a_rollout_and_keeps_its_sign() -> None:
+    rollouts = [_rollout(0, 1.0, [[5, 6, 7, 8], [9, 10]]), _rollout(0, 0.0, [[5, 6, 7, 8], [11, 12]])]
+    config = SirasConfig(chunking="structure", gate=False, max_chunk_len=2)
+    advs = rollout_advantages(rollouts, "siras", config, EstimatorContext())
+    assert [[len(t) for t in r] for r in advs.turns] == [[4, 2], [4, 2]]
+    assert all(bool((t >= 0).all()) for t in advs.turns[0]) and all(
+        bool((t <= 0).all()) for t in advs.turns[1]
+    )
+
+
+class _TinyPolicy(torch.nn.Module):
+    """A bigram policy (a test double of the causal LM's call signature): logits from the last token."""
+
+    def __init__(self, vocab: int = 16) -> None:
+        super().__init__()
+        self.table = torch.nn.Parameter(torch.zeros(vocab, vocab))
+
+    def forward(self, input_ids, logits_to_keep=0, use_cache=False):  # noqa: ARG002
+        logits = self.table[input_ids]
+        return type("Out", (), {"logits": logits[:, -logits_to_keep:] if logits_to_keep else logits})()
+
+
+def test_the_update_raises_the_better_rollouts_tokens_and_lowers_the_worse() -> None:
+    policy = _TinyPolicy()
+    rollouts = [_rollout(0, 1.0, [[5]]), _rollout(0, 0.0, [[9]])]
+    advs = rollout_advantages(rollouts, "grpo", SirasConfig(), EstimatorContext())
+    optimizer = torch.optim.SGD(policy.parameters(), lr=1.0)
+    out = policy_update(policy, optimizer, rollouts, advs, max_grad_norm=10.0, bf16=False)
+    row = torch.log_softmax(policy.table[3], dim=-1)  # the prompt's last token is 3
+    assert row[5] > row[0] > row[9]
+    assert (
+        out["train/turns"] == 2
+        and out["grad_norm"] > 0
+        and out["entropy"] == pytest.approx(torch.log(torch.tensor(16.0)).item())
+    )
+
+
+def test_a_batch_without_signal_makes_no_update() -> None:
+    policy = _TinyPolicy()
+    rollouts = [_rollout(0, 0.5, [[5]]), _rollout(0, 0.5, [[9]])]
+    advs = rollout_advantages(rollouts, "grpo", SirasConfig(), EstimatorContext())
+    out = policy_update(
+        policy, torch.optim.SGD(policy.parameters(), lr=1.0), rollouts, advs, max_grad_norm=1.0, bf16=False
+    )
+    assert out["train/turns"] == 0 and bool((policy.table == 0).all())
+
+
+def test_metrics_count_valid_turns_over_all_turns_and_zero_std_groups() -> None:
+    rollouts = [_rollout(0, 1.0, [[5], [6]], valid=1), _rollout(0, 0.0, [[5]]), _rollout(1, 0.2, [[4]]),
+                _rollout(1, 0.2, [[4]])]  # fmt: skip
+    m = rollout_metrics(rollouts, group_size=2)
+    assert m["episode/valid_call_rate"] == pytest.approx(4 / 5)
+    assert m["frac_reward_zero_std"] == 0.5 and m["episode/answered"] == 0.75
+
+
+def test_step_questions_cover_the_set_before_repeating() -> None:
+    qs = [TrainingQuestion(id=str(i), question=f"q{i}?", golds=["a"]) for i in range(5)]
+    seen = [q.id for step in range(5) for q in step_questions(qs, step, 1, seed=0)]
+    assert sorted(seen) == [str(i) for i in range(5)]
+    assert step_questions(qs, 5, 1, seed=0) == step_questions(qs, 0, 1, seed=0)
+
+
+def test_sampled_turns_sample_every_call_and_keep_prompt_and_tokens() -> None:
+    class Engine:
+        def __init__(self) -> None:
+            self.temps: list[float | None] = []
+
+        def generate(self, ids, max_new, temperature, logprobs=None):
+            self.temps.append(temperature)
+            logprobs.extend([-1.0, -2.0])
+            return [7, 8]
+
+    engine = Engine()
+    turns = SampledTurns(engine, temperature=0.9)
+    assert turns.generate([1, 2], 4, None) == [7, 8]  # the agent asks for a greedy turn
+    assert engine.temps == [0.9] and turns.turns == [SampledTurn([1, 2], [7, 8], [-1.0, -2.0])]

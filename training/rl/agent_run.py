@@ -1,0 +1,230 @@
+"""RL whose rollouts are runs of the agent itself (``launch.rollout = "agent"``), on CPU.
+
+Why not TRL's tool loop for the product's student: it trains on one append-only conversation per
+rollout (tool results appended after the model's turns), while the agent gives the model a fresh prompt
+at every turn — the rendered context with folds replaced by their blocks, the status line, the tools —
+and SFT trains on exactly those prompts. An SFT student sampled in the append-only format wrote a valid
+call in about a quarter of its turns, and there a fold could never shrink what the model trains on.
+Here a rollout is ``agent.runner.run_agent`` with the model policy (``training.rl.agent_rollout``), each
+turn a row with its own prompt, as in SFT and at inference.
+
+A step: ``per_device_train_batch_size / num_generations`` training questions, ``num_generations`` sampled
+runs each (llama.cpp: the base GGUF q8_0 + the current adapter), rewards (``training.rl.rewards``),
+advantages by the registry's estimator (``[advantage] method``), one AdamW update on the LoRA adapter
+(``training.rl.agent_step``), the adapter exported to GGUF for the next rollouts. Every ``save_steps`` the
+adapter, the optimiser and the step are saved (``checkpoint-N``), and a rerun with ``resume = true``
+continues there; the metrics go to ``log.jsonl`` (appended, so curves span resumed runs) and, with
+``report_to = "tensorboard"``, to ``output_dir/tb``. The end: the merged model in ``final`` with its
+GGUF export and the run options it was trained with (``eventfold_run.json``), so ``ask --model`` serves
+it as trained.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from eventfold.run_options import TRAINED_RUN_FILE, trained_run_options
+from training.config import RLRunConfig
+from training.rl.advantages import EstimatorContext
+from training.rl.agent_rollout import Rollout, rollout_options, run_rollout
+from training.rl.agent_step import policy_update, rollout_advantages, rollout_metrics
+from training.rl.result import RLResult
+from training.sft.data import TrainingQuestion
+
+STATE_FILE = "agent_rl_state.json"
+
+
+def step_questions(
+    questions: list[TrainingQuestion], step: int, per_step: int, seed: int
+) -> list[TrainingQuestion]:
+    """The training questions of ``step``: a seeded shuffle, ``per_step`` at a time, wrapping round."""
+    order = list(range(len(questions)))
+    random.Random(seed).shuffle(order)
+    return [questions[order[(step * per_step + i) % len(order)]] for i in range(per_step)]
+
+
+def checkpoints(output_dir: Path) -> list[Path]:
+    done = [p for p in output_dir.glob("checkpoint-*") if (p / STATE_FILE).is_file()]
+    return sorted(done, key=lambda p: int(p.name.split("-")[1]))
+
+
+def save_checkpoint(
+    output_dir: Path, step: int, model: Any, optimizer: Any, state: dict[str, Any], keep: int = 2
+) -> Path:
+    """The adapter, the optimiser and the loop's state after ``step``; written to a temporary folder and
+    renamed, so a checkpoint that exists is whole."""
+    final = output_dir / f"checkpoint-{step}"
+    tmp = output_dir / f".checkpoint-{step}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(str(tmp))
+    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+    (tmp / STATE_FILE).write_text(json.dumps({**state, "step": step}), encoding="utf-8")
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
+    for old in checkpoints(output_dir)[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def load_checkpoint(ckpt: Path, model: Any, optimizer: Any) -> dict[str, Any]:
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    set_peft_model_state_dict(model, load_file(str(ckpt / "adapter_model.safetensors")))
+    optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))
+    return json.loads((ckpt / STATE_FILE).read_text(encoding="utf-8"))
+
+
+class AgentRL:
+    """The loop's parts, built once: the policy (peft LoRA over the student), its tokenizer, the
+    optimiser, the rollout engine and the metric writers."""
+
+    def __init__(self, cfg: RLRunConfig, backend: Any) -> None:
+        from peft import get_peft_model
+        from trl.chat_template_utils import add_response_schema
+
+        from eventfold.settings import Settings
+        from training.common.export import export_gguf
+        from training.common.loading import load_model_and_tokenizer
+        from training.rl.llama_rollout import LoraRolloutEngine
+        from training.rl.siras import StructureMarkers
+        from training.sft.train import ensure_model, peft_config
+
+        if not cfg.lora.enabled or cfg.lora.modules_to_save:
+            raise ValueError("agent rollouts apply a LoRA adapter over the base GGUF: set [lora] enabled = true, "
+                             "without modules_to_save")  # fmt: skip
+        self.cfg, self.backend = cfg, backend
+        self.model_dir = ensure_model(cfg.model)
+        base, tok = load_model_and_tokenizer(self.model_dir, dtype=cfg.model.dtype)
+        self.tokenizer = add_response_schema(tok)
+        self.model = get_peft_model(base, peft_config(cfg.lora))
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(params, lr=cfg.grpo.learning_rate, weight_decay=0.0)
+        cache = Settings().cache_dir
+        eos = tuple(i for i in (tok.eos_token_id, tok.pad_token_id) if i is not None)
+        self.engine = LoraRolloutEngine(
+            export_gguf(self.model_dir, cache, outtype="q8_0"), self.model_dir, cache,
+            cfg.output_dir / "rollout_adapters", n_ctx=8192, eos_ids=eos, seed=cfg.grpo.seed,
+        )  # fmt: skip
+        self.options = rollout_options(cfg.env.run)
+        self.markers = StructureMarkers.from_tokenizer(self.tokenizer)
+        self.s_batch: float | None = None
+        self.writer = self._writer()
+
+    def _writer(self) -> Any:
+        if self.cfg.report_to != "tensorboard":
+            return None
+        from torch.utils.tensorboard import SummaryWriter
+
+        return SummaryWriter(log_dir=str(self.cfg.output_dir / "tb"))
+
+    def rollouts(self, questions: list[TrainingQuestion], step: int) -> list[Rollout]:
+        g = self.cfg.grpo
+        self.engine.calls = step * 100_000  # a step's samples draw the same seeds on a resumed run
+        return [
+            run_rollout(q, i, engine=self.engine, tokenizer=self.tokenizer, backend=self.backend,
+                        options=self.options, reward=self.cfg.env.reward, temperature=g.temperature)
+            for i, q in enumerate(questions) for _ in range(g.num_generations)
+        ]  # fmt: skip
+
+    def step(self, questions: list[TrainingQuestion], step: int) -> dict[str, float]:
+        """Rollouts, advantages, one update, the adapter exported: the step's metrics and times."""
+        t0 = time.perf_counter()
+        gen0 = self.engine.generate_s
+        rollouts = self.rollouts(questions, step)
+        t1 = time.perf_counter()
+        ctx = EstimatorContext(markers=self.markers, s_batch_fallback=self.s_batch)
+        advs = rollout_advantages(rollouts, self.cfg.advantage.method, self.cfg.advantage.siras, ctx)
+        if any(k == "normal" for k in advs.output.stats.kinds):
+            self.s_batch = advs.output.stats.s_batch
+        t2 = time.perf_counter()
+        update = policy_update(self.model, self.optimizer, rollouts, advs,
+                               max_grad_norm=1.0, bf16=self.cfg.grpo.bf16)  # fmt: skip
+        t3 = time.perf_counter()
+        sync = self.engine.sync(self.model)
+        t4 = time.perf_counter()
+        return {
+            **rollout_metrics(rollouts, self.cfg.grpo.num_generations), **update,
+            "learning_rate": self.cfg.grpo.learning_rate,
+            "rollout/generate_s": self.engine.generate_s - gen0, "rollout/agent_s": t1 - t0,
+            "advantage_s": t2 - t1, "train_s": t3 - t2, "rollout/adapter_save_s": sync.save_s,
+            "rollout/adapter_convert_s": sync.convert_s, "rollout/adapter_load_s": sync.load_s,
+            "step_time": t4 - t0,
+        }  # fmt: skip
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        row = {
+            "step": step,
+            **{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()},
+        }
+        with (self.cfg.output_dir / "log.jsonl").open("a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
+        if self.writer is not None:
+            for k, v in metrics.items():
+                if isinstance(v, int | float) and not math.isnan(v):
+                    self.writer.add_scalar(f"train/{k}", v, step)
+            self.writer.flush()
+
+    def save_final(self) -> Path:
+        from training.common.export import export_gguf
+
+        final = self.cfg.output_dir / "final"
+        merged = self.model.merge_and_unload() if self.cfg.lora.merge else self.model
+        merged.save_pretrained(final)
+        self.tokenizer.save_pretrained(final)
+        run = json.dumps(trained_run_options(self.cfg.env.run), indent=1)
+        (final / TRAINED_RUN_FILE).write_text(run + "\n", encoding="utf-8")
+        export_gguf(final, self.engine.cache_dir, outtype="q8_0")
+        return final
+
+
+def _progress(step: int, total: int, m: dict[str, float], started: float, done: int) -> str:
+    left = (time.perf_counter() - started) / max(1, done) * (total - step)
+    return (f"step {step}/{total} · reward {m['reward']:.3f} · F1 {m['episode/f1']:.2f} · valid "
+            f"{m['episode/valid_call_rate']:.0%} · {m['step_time']:.0f} s (rollouts {m['rollout/agent_s']:.0f}, "
+            f"update {m['train_s']:.0f}, export {m['rollout/adapter_convert_s'] + m['rollout/adapter_load_s']:.0f})"
+            f" · ETA {left / 60:.0f} min")  # fmt: skip
+
+
+def run_agent_rl(cfg: RLRunConfig, questions: list[TrainingQuestion], backend: Any) -> RLResult:
+    """Train ``cfg.grpo.max_steps`` steps from the last checkpoint (when ``cfg.resume``), then save ``final``."""
+    g = cfg.grpo
+    per_step = g.per_device_train_batch_size // g.num_generations
+    if per_step < 1 or g.per_device_train_batch_size % g.num_generations:
+        raise ValueError(
+            "per_device_train_batch_size must be a multiple of num_generations (questions x rollouts)"
+        )
+    cfg.output_dir.mkdir(parents=True, exist_ok=True)
+    loop = AgentRL(cfg, backend)
+    done = checkpoints(cfg.output_dir) if cfg.resume else []
+    start, resumed = 0, None
+    if done:
+        state = load_checkpoint(done[-1], loop.model, loop.optimizer)
+        start, loop.s_batch, resumed = int(state["step"]), state.get("s_batch"), str(done[-1])
+        print(f"resumed from {done[-1]} (step {start} of {g.max_steps})", flush=True)
+    loop.engine.sync(loop.model)
+    began, step = time.perf_counter(), start
+    for step in range(start + 1, g.max_steps + 1):
+        metrics = loop.step(step_questions(questions, step - 1, per_step, g.seed), step)
+        loop.log(step, metrics)
+        print(_progress(step, g.max_steps, metrics, began, step - start), flush=True)
+        if step % g.save_steps == 0 or step == g.max_steps:
+            save_checkpoint(cfg.output_dir, step, loop.model, loop.optimizer, {"s_batch": loop.s_batch})
+        if g.max_train_minutes is not None and time.perf_counter() - began > g.max_train_minutes * 60:
+            save_checkpoint(cfg.output_dir, step, loop.model, loop.optimizer, {"s_batch": loop.s_batch})
+            print(
+                f"stopped after step {step}: max_train_minutes {g.max_train_minutes} passed (resume continues)"
+            )
+            break
+    loop.engine.close()
+    final = loop.save_final()
+    return RLResult(output_dir=cfg.output_dir, final_dir=final, global_step=step, resumed_from=resumed,
+                    log_path=cfg.output_dir / "log.jsonl")  # fmt: skip

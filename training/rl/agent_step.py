@@ -1,0 +1,148 @@
+"""One RL update from agent rollouts: advantages per token of each turn, the policy-gradient loss turn
+by turn, and the step's metrics.
+
+A rollout's turns are separate prompts (each the context the agent rendered at that turn), so a rollout
+is not one token sequence as in TRL's tool loop. For the advantage estimators (``training.rl.advantages``,
+which see rollouts as rows of tokens) a rollout's row is the concatenation of its turns' sampled tokens,
+in order: GRPO gives every token the rollout's group-normalised reward, SIRAS reshapes it across those
+tokens by how the siblings' turns diverge; the row's advantages are then split back turn by turn.
+
+The loss is DAPO's token mean of −A_t · log π(t) over the batch's sampled tokens. One update is made per
+batch of rollouts, so the policy that sampled is the policy differentiated (importance ratio 1, no old
+log-probs, no clipping); what differs is the engine: llama.cpp sampled from the q8_0 weights with the
+exported adapter, torch differentiates the full-precision ones — ``logprob_gap`` reports how far apart
+their log-probs of the same tokens are. Turns whose advantages are all zero (a group whose rollouts all
+scored the same) carry no gradient and are not run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from training.rl.advantages import AdvantageBatch, AdvantageOutput, EstimatorContext, get_adv_est
+from training.rl.agent_rollout import Rollout
+
+
+@dataclass
+class TurnAdvantages:
+    """Each rollout's per-turn advantage tensors (one float per sampled token) and the estimator's output."""
+
+    turns: list[list[torch.Tensor]]
+    output: AdvantageOutput
+
+
+def rollout_advantages(
+    rollouts: list[Rollout], method: str, siras: Any, ctx: EstimatorContext
+) -> TurnAdvantages:
+    """Advantages of every sampled token, by the registry's estimator ``method`` over sibling groups
+    (``Rollout.question``)."""
+    seqs = [[t for turn in r.turns for t in turn.completion_ids] for r in rollouts]
+    lps = [[lp for turn in r.turns for lp in turn.logprobs] for r in rollouts]
+    width = max([1, *map(len, seqs)])
+    ids = torch.zeros(len(rollouts), width, dtype=torch.long)
+    mask = torch.zeros(len(rollouts), width, dtype=torch.long)
+    logprobs = torch.zeros(len(rollouts), width)
+    for i, (seq, lp) in enumerate(zip(seqs, lps, strict=True)):
+        ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+        mask[i, : len(seq)] = 1
+        logprobs[i, : len(lp)] = torch.tensor(lp)
+    batch = AdvantageBatch(
+        token_ids=ids, mask=mask, rewards=torch.tensor([r.reward.total for r in rollouts], dtype=torch.float64),
+        group=torch.tensor([r.question for r in rollouts]), logprobs=logprobs,
+    )  # fmt: skip
+    out = get_adv_est(method)(batch, siras, ctx)
+    split: list[list[torch.Tensor]] = []
+    for i, r in enumerate(rollouts):
+        start, parts = 0, []
+        for turn in r.turns:
+            n = len(turn.completion_ids)
+            parts.append(out.advantages[i, start : start + n].float())
+            start += n
+        split.append(parts)
+    return TurnAdvantages(split, out)
+
+
+@dataclass
+class TurnStats:
+    tokens: int = 0
+    entropy_sum: float = 0.0
+    gap_sum: float = 0.0
+    turns: int = 0
+
+
+def turn_backward(model: Any, prompt: list[int], completion: list[int], rollout_lps: list[float],
+                  adv: torch.Tensor, denominator: int, bf16: bool, stats: TurnStats) -> float:  # fmt: skip
+    """Backpropagate −Σ A_t log π(t) / ``denominator`` of one turn; the output head runs at the
+    completion's positions only. Returns the turn's loss term."""
+    ids = torch.tensor([prompt + completion])
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        logits = (
+            model(input_ids=ids, logits_to_keep=len(completion) + 1, use_cache=False).logits[0, :-1].float()
+        )
+    logp = torch.log_softmax(logits, dim=-1)
+    picked = logp.gather(1, torch.tensor(completion)[:, None])[:, 0]
+    loss = -(adv * picked).sum() / denominator
+    loss.backward()
+    with torch.no_grad():
+        stats.entropy_sum += float(-(logp.exp() * logp).sum(-1).sum())
+        stats.gap_sum += sum(abs(a - b) for a, b in zip(picked.tolist(), rollout_lps, strict=False))
+    stats.tokens += len(completion)
+    stats.turns += 1
+    return float(loss.detach())
+
+
+def policy_update(model: Any, optimizer: Any, rollouts: list[Rollout], advs: TurnAdvantages, *,
+                  max_grad_norm: float, bf16: bool) -> dict[str, float]:  # fmt: skip
+    """One optimiser step on the rollouts' turns; returns loss, grad norm, entropy and the log-prob gap."""
+    model.train()
+    optimizer.zero_grad(set_to_none=True)
+    denominator = max(1, sum(len(t.completion_ids) for r in rollouts for t in r.turns))
+    stats, loss = TurnStats(), 0.0
+    for r, parts in zip(rollouts, advs.turns, strict=True):
+        for turn, adv in zip(r.turns, parts, strict=True):
+            if not turn.completion_ids or not bool(adv.abs().sum() > 0):
+                continue
+            loss += turn_backward(model, turn.prompt_ids, turn.completion_ids, turn.logprobs, adv, denominator,
+                                  bf16, stats)  # fmt: skip
+    params = [p for p in model.parameters() if p.requires_grad]
+    norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm)) if stats.turns else 0.0
+    if stats.turns:
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    n = max(1, stats.tokens)
+    return {
+        "loss": loss, "grad_norm": norm, "entropy": stats.entropy_sum / n if stats.tokens else math.nan,
+        "rollout/logprob_gap_mean": stats.gap_sum / n if stats.tokens else math.nan,
+        "train/turns": float(stats.turns), "train/tokens": float(stats.tokens),
+    }  # fmt: skip
+
+
+def rollout_metrics(rollouts: list[Rollout], group_size: int) -> dict[str, float]:
+    """The episode metrics the TRL path logs (same names: ``training.curves`` draws either)."""
+    n = max(1, len(rollouts))
+    rewards = torch.tensor([r.reward.total for r in rollouts], dtype=torch.float64)
+    groups = rewards.view(-1, group_size) if len(rollouts) % group_size == 0 and rollouts else rewards[None]
+    turns = sum(r.policy_turns for r in rollouts)
+    out = {
+        "reward": float(rewards.mean()) if rollouts else math.nan,
+        "reward_std": float(rewards.std()) if len(rollouts) > 1 else 0.0,
+        "frac_reward_zero_std": float((groups.std(dim=1) == 0).double().mean()) if rollouts else math.nan,
+        "episode/em": sum(r.reward.em for r in rollouts) / n,
+        "episode/f1": sum(r.reward.f1 for r in rollouts) / n,
+        "episode/answered": sum(r.outcome.answer is not None for r in rollouts) / n,
+        "episode/folds": sum(r.outcome.folds for r in rollouts) / n,
+        "episode/unfolds": sum(r.outcome.unfolds for r in rollouts) / n,
+        "episode/fold_rate": sum(r.outcome.folds > 0 for r in rollouts) / n,
+        "episode/unfold_rate": sum(r.outcome.unfolds > 0 for r in rollouts) / n,
+        "episode/peak_context_tokens": sum(r.outcome.peak_context_tokens for r in rollouts) / n,
+        "episode/context_cost": sum(r.reward.context_cost for r in rollouts) / n,
+        "episode/format": sum(r.reward.format for r in rollouts) / n,
+        "episode/valid_call_rate": sum(r.valid_turns for r in rollouts) / turns if turns else 0.0,
+        "tools/call_frequency": sum(r.outcome.tool_calls for r in rollouts) / n,
+        "rollout/generated_tokens": sum(len(t.completion_ids) for r in rollouts for t in r.turns) / n,
+    }
+    return out
