@@ -83,6 +83,24 @@ def load_checkpoint(ckpt: Path, model: Any, optimizer: Any) -> dict[str, Any]:
     return json.loads((ckpt / STATE_FILE).read_text(encoding="utf-8"))
 
 
+def save_rollouts(
+    path: Path, questions: list[TrainingQuestion], rollouts: list[Rollout], tokenizer: Any
+) -> None:
+    """A step's rollouts as trained on (token ids, the sampled calls as text, rewards): for reading what
+    the policy did, and for ``bench/rl_update.py`` to replay the update."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [
+        {"question_id": questions[r.question].id, "group": r.question, "answer": r.answer,
+         "reward": r.reward.total, "f1": r.reward.f1, "valid_turns": r.valid_turns, "policy_turns": r.policy_turns,
+         "turns": [{"prompt_ids": t.prompt_ids, "completion_ids": t.completion_ids, "logprobs": t.logprobs,
+                    "completion": tokenizer.decode(t.completion_ids)} for t in r.turns]}
+        for r in rollouts
+    ]  # fmt: skip
+    path.write_text(
+        json.dumps({"questions": [q.question for q in questions], "rollouts": rows}), encoding="utf-8"
+    )
+
+
 class AgentRL:
     """The loop's parts, built once: the policy (peft LoRA over the student), its tokenizer, the
     optimiser, the rollout engine and the metric writers."""
@@ -140,6 +158,9 @@ class AgentRL:
         t0 = time.perf_counter()
         gen0 = self.engine.generate_s
         rollouts = self.rollouts(questions, step)
+        save_rollouts(
+            self.cfg.output_dir / "rollouts" / f"step-{step:05d}.json", questions, rollouts, self.tokenizer
+        )
         t1 = time.perf_counter()
         ctx = EstimatorContext(markers=self.markers, s_batch_fallback=self.s_batch)
         advs = rollout_advantages(rollouts, self.cfg.advantage.method, self.cfg.advantage.siras, ctx)

@@ -24,7 +24,8 @@ from typing import Any
 import torch
 
 from training.rl.advantages import AdvantageBatch, AdvantageOutput, EstimatorContext, get_adv_est
-from training.rl.agent_rollout import Rollout
+from training.rl.agent_forward import PrefixForward
+from training.rl.agent_rollout import Rollout, SampledTurn
 
 
 @dataclass
@@ -74,40 +75,40 @@ class TurnStats:
     turns: int = 0
 
 
-def turn_backward(model: Any, prompt: list[int], completion: list[int], rollout_lps: list[float],
-                  adv: torch.Tensor, denominator: int, bf16: bool, stats: TurnStats) -> float:  # fmt: skip
+def turn_backward(forward: PrefixForward, turn: SampledTurn, adv: torch.Tensor, denominator: int,
+                  stats: TurnStats) -> float:  # fmt: skip
     """Backpropagate −Σ A_t log π(t) / ``denominator`` of one turn; the output head runs at the
-    completion's positions only. Returns the turn's loss term."""
-    ids = torch.tensor([prompt + completion])
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-        logits = (
-            model(input_ids=ids, logits_to_keep=len(completion) + 1, use_cache=False).logits[0, :-1].float()
-        )
+    sampled positions only. Returns the turn's loss term."""
+    completion = turn.completion_ids
+    logits = forward.completion_logits(turn.prompt_ids + completion, len(completion))
     logp = torch.log_softmax(logits, dim=-1)
     picked = logp.gather(1, torch.tensor(completion)[:, None])[:, 0]
     loss = -(adv * picked).sum() / denominator
     loss.backward()
     with torch.no_grad():
         stats.entropy_sum += float(-(logp.exp() * logp).sum(-1).sum())
-        stats.gap_sum += sum(abs(a - b) for a, b in zip(picked.tolist(), rollout_lps, strict=False))
+        stats.gap_sum += sum(abs(a - b) for a, b in zip(picked.tolist(), turn.logprobs, strict=False))
     stats.tokens += len(completion)
     stats.turns += 1
     return float(loss.detach())
 
 
 def policy_update(model: Any, optimizer: Any, rollouts: list[Rollout], advs: TurnAdvantages, *,
-                  max_grad_norm: float, bf16: bool) -> dict[str, float]:  # fmt: skip
-    """One optimiser step on the rollouts' turns; returns loss, grad norm, entropy and the log-prob gap."""
+                  max_grad_norm: float, bf16: bool, prefix: bool = True) -> dict[str, float]:  # fmt: skip
+    """One optimiser step on the rollouts' turns; returns loss, grad norm, entropy and the log-prob gap.
+    Turns are visited in token order, so turns sharing a prefix follow each other (``PrefixForward``;
+    ``prefix=False``: every turn through the plain full forward)."""
     model.train()
     optimizer.zero_grad(set_to_none=True)
     denominator = max(1, sum(len(t.completion_ids) for r in rollouts for t in r.turns))
+    work = [(turn, adv) for r, parts in zip(rollouts, advs.turns, strict=True)
+            for turn, adv in zip(r.turns, parts, strict=True)
+            if turn.completion_ids and bool(adv.abs().sum() > 0)]  # fmt: skip
+    work.sort(key=lambda pair: pair[0].prompt_ids + pair[0].completion_ids)
+    forward = PrefixForward(model, split=None if prefix else 0, bf16=bf16)
     stats, loss = TurnStats(), 0.0
-    for r, parts in zip(rollouts, advs.turns, strict=True):
-        for turn, adv in zip(r.turns, parts, strict=True):
-            if not turn.completion_ids or not bool(adv.abs().sum() > 0):
-                continue
-            loss += turn_backward(model, turn.prompt_ids, turn.completion_ids, turn.logprobs, adv, denominator,
-                                  bf16, stats)  # fmt: skip
+    for turn, adv in work:
+        loss += turn_backward(forward, turn, adv, denominator, stats)
     params = [p for p in model.parameters() if p.requires_grad]
     norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm)) if stats.turns else 0.0
     if stats.turns:
@@ -118,6 +119,7 @@ def policy_update(model: Any, optimizer: Any, rollouts: list[Rollout], advs: Tur
         "loss": loss, "grad_norm": norm, "entropy": stats.entropy_sum / n if stats.tokens else math.nan,
         "rollout/logprob_gap_mean": stats.gap_sum / n if stats.tokens else math.nan,
         "train/turns": float(stats.turns), "train/tokens": float(stats.tokens),
+        "train/prefix_reused": forward.reused / max(1, forward.reused + forward.evaluated),
     }  # fmt: skip
 
 

@@ -1,0 +1,128 @@
+"""The loss's forward pass over an RL step's turns, with the frozen bottom layers computed once per shared
+prefix.
+
+With LoRA on the top layers only (``[lora] layers``), the layers below the first adapted one carry no
+trainable weight: their output at a position depends only on the tokens up to it, and no gradient flows
+through them. The turns of one step share long prefixes — a question's sibling rollouts open with the same
+prompt, and a rollout's next turn repeats the previous turn's context up to its status line — so the
+bottom layers run once per distinct prefix (a no-grad key/value cache, cut back to the common prefix of
+the next turn, turns visited in sorted order), and only the top layers run with gradients, over the whole
+turn from the cached states. The gradient is the full-forward one: nothing the loss differentiates is
+cached.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+def first_trained_layer(model: Any) -> int:
+    """Index of the lowest decoder layer holding a trainable parameter; 0 (no split) when the
+    embeddings train or the model is not a decoder stack of this shape."""
+    try:
+        stack = decoder_stack(model)
+        layers = stack.layers
+    except AttributeError:
+        return 0
+    if stack.embed_tokens.weight.requires_grad:
+        return 0
+    for i, layer in enumerate(layers):
+        if any(p.requires_grad for p in layer.parameters()):
+            return i
+    return len(layers)
+
+
+def decoder_stack(model: Any) -> Any:
+    """The decoder (embeddings, layers, norm, rotary) of a causal LM, through a peft wrapper."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return base.model
+
+
+def _head(model: Any) -> Any:
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return base.lm_head
+
+
+class PrefixForward:
+    """``completion_logits(ids, n)``: logits predicting the last ``n`` tokens of ``ids``, the layers below
+    ``split`` served from a cache of the previous call's prefix."""
+
+    def __init__(self, model: Any, split: int | None = None, bf16: bool = False) -> None:
+        self.model = model
+        self.split = first_trained_layer(model) if split is None else split
+        self.stack = decoder_stack(model) if self.split else None
+        self.bf16 = bf16
+        self._ids: list[int] = []
+        self._states: torch.Tensor | None = None  # (T, H) output of layer split-1 for self._ids
+        self._cache: Any = None
+        self.evaluated = 0  # bottom-layer positions computed (the rest came from the cache)
+        self.reused = 0
+
+    def reset(self) -> None:
+        self._ids, self._states, self._cache = [], None, None
+
+    def _bottom(self, ids: list[int]) -> torch.Tensor:
+        """(T, H) states entering layer ``split`` for ``ids``, no gradient, reusing the common prefix."""
+        from transformers import DynamicCache
+        from transformers.masking_utils import create_causal_mask
+
+        keep = 0
+        limit = min(len(self._ids), len(ids) - 1)
+        while keep < limit and self._ids[keep] == ids[keep]:
+            keep += 1
+        if self._cache is None or keep == 0:
+            self._cache, keep, prefix = DynamicCache(), 0, None
+        else:
+            drop = self._cache.get_seq_length() - keep
+            if drop > 0:  # crop takes the (negative) count of tokens to drop
+                self._cache.crop(-drop)
+            prefix = self._states[:keep]  # type: ignore[index]
+        new = torch.tensor([ids[keep:]])
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            h = self.stack.embed_tokens(new)
+            pos = torch.arange(keep, len(ids))[None]
+            pe = self.stack.rotary_emb(h, pos)
+            mask = create_causal_mask(
+                config=self.stack.config,
+                inputs_embeds=h,
+                attention_mask=None,
+                cache=self._cache,
+                position_ids=pos,
+            )
+            for layer in self.stack.layers[: self.split]:
+                h = layer(
+                    h,
+                    attention_mask=mask,
+                    position_embeddings=pe,
+                    position_ids=pos,
+                    cache=self._cache,
+                    use_cache=True,
+                )
+        states = h[0] if prefix is None else torch.cat([prefix, h[0]])
+        self.evaluated += len(ids) - keep
+        self.reused += keep
+        self._ids, self._states = list(ids), states
+        return states
+
+    def completion_logits(self, ids: list[int], n: int) -> torch.Tensor:
+        """(n, V) float32 logits at the positions predicting ``ids[-n:]``; gradients reach the layers
+        from ``split`` up."""
+        if self.split == 0:
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+                out = self.model(input_ids=torch.tensor([ids]), logits_to_keep=n + 1, use_cache=False)
+            return out.logits[0, :-1].float()
+        from transformers.masking_utils import create_causal_mask
+
+        h = self._bottom(ids)[None]
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            pos = torch.arange(len(ids))[None]
+            pe = self.stack.rotary_emb(h, pos)
+            mask = create_causal_mask(
+                config=self.stack.config, inputs_embeds=h, attention_mask=None, cache=None, position_ids=pos
+            )
+            for layer in self.stack.layers[self.split :]:
+                h = layer(h, attention_mask=mask, position_embeddings=pe, position_ids=pos)
+            h = self.stack.norm(h[:, -(n + 1) : -1])
+            return _head(self.model)(h)[0].float()
