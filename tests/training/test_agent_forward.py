@@ -66,3 +66,15 @@ def test_gradients_equal_the_full_forward(lora_model) -> None:
     )
     assert all(torch.allclose(a, b, atol=1e-5, rtol=1e-4) for a, b in zip(split, plain, strict=True))
     assert any(bool(g.abs().sum() > 0) for g in split)
+
+
+def test_reference_logits_are_the_model_without_its_adapter(lora_model) -> None:
+    forward = PrefixForward(lora_model)
+    ids = _turns()[0]
+    with torch.no_grad():
+        adapted = forward.completion_logits(ids, 6)
+        reference = forward.reference_logits(ids, 6)
+        with lora_model.disable_adapter():
+            plain = _plain(lora_model, ids, 6)
+    assert torch.allclose(reference, plain, atol=1e-5)
+    assert not torch.allclose(adapted, reference, atol=1e-3)  # the adapter (random B) changes the policy

@@ -113,11 +113,25 @@ class PrefixForward:
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
                 out = self.model(input_ids=torch.tensor([ids]), logits_to_keep=n + 1, use_cache=False)
             return out.logits[0, :-1].float()
+        return self._top(self._bottom(ids)[None], n)
+
+    def reference_logits(self, ids: list[int], n: int) -> torch.Tensor | None:
+        """The same logits with the adapter switched off (the policy the run started from), no gradient;
+        None when the model has no adapter. The bottom states come from the cache."""
+        if not hasattr(self.model, "disable_adapter"):
+            return None
+        with torch.no_grad(), self.model.disable_adapter():
+            if self.split == 0:
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+                    out = self.model(input_ids=torch.tensor([ids]), logits_to_keep=n + 1, use_cache=False)
+                return out.logits[0, :-1].float()
+            return self._top(self._bottom(ids)[None], n)
+
+    def _top(self, h: torch.Tensor, n: int) -> torch.Tensor:
         from transformers.masking_utils import create_causal_mask
 
-        h = self._bottom(ids)[None]
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
-            pos = torch.arange(len(ids))[None]
+            pos = torch.arange(h.shape[1])[None]
             pe = self.stack.rotary_emb(h, pos)
             mask = create_causal_mask(
                 config=self.stack.config, inputs_embeds=h, attention_mask=None, cache=None, position_ids=pos

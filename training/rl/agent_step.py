@@ -72,6 +72,7 @@ class TurnStats:
     tokens: int = 0
     entropy_sum: float = 0.0
     gap_sum: float = 0.0
+    kl_sum: float = 0.0
     turns: int = 0
 
 
@@ -85,7 +86,11 @@ def turn_backward(forward: PrefixForward, turn: SampledTurn, adv: torch.Tensor, 
     picked = logp.gather(1, torch.tensor(completion)[:, None])[:, 0]
     loss = -(adv * picked).sum() / denominator
     loss.backward()
+    ref = forward.reference_logits(turn.prompt_ids + completion, len(completion))
     with torch.no_grad():
+        if ref is not None:  # k3 estimate of KL(policy || start) on the sampled tokens
+            log_ratio = torch.log_softmax(ref, -1).gather(1, torch.tensor(completion)[:, None])[:, 0] - picked
+            stats.kl_sum += float((log_ratio.exp() - 1 - log_ratio).sum())
         stats.entropy_sum += float(-(logp.exp() * logp).sum(-1).sum())
         stats.gap_sum += sum(abs(a - b) for a, b in zip(picked.tolist(), turn.logprobs, strict=False))
     stats.tokens += len(completion)
@@ -118,6 +123,7 @@ def policy_update(model: Any, optimizer: Any, rollouts: list[Rollout], advs: Tur
     return {
         "loss": loss, "grad_norm": norm, "entropy": stats.entropy_sum / n if stats.tokens else math.nan,
         "rollout/logprob_gap_mean": stats.gap_sum / n if stats.tokens else math.nan,
+        "kl": stats.kl_sum / n if stats.tokens else math.nan,
         "train/turns": float(stats.turns), "train/tokens": float(stats.tokens),
         "train/prefix_reused": forward.reused / max(1, forward.reused + forward.evaluated),
     }  # fmt: skip
