@@ -162,7 +162,7 @@ def test_the_data_configuration_leaves_out_the_workers_and_the_acceptance_settin
     rejudged = cfg.model_copy(update={"accept": cfg.accept.model_copy(update={"min_f1": 0.5})})
     assert data_config(rejudged) == data_config(cfg)
     run = cfg.teacher.run.model_copy(update={"max_steps": cfg.teacher.run.max_steps + 1})
-    for other in (cfg.model_copy(update={"questions": cfg.questions.model_copy(update={"limit": 60})}),
+    for other in (cfg.model_copy(update={"questions": cfg.questions.model_copy(update={"limit": cfg.questions.limit - 10})}),
                   cfg.model_copy(update={"teacher": cfg.teacher.model_copy(update={"run": run})})):
         assert data_config(other) != data_config(cfg)
 
