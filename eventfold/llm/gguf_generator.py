@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from eventfold.extras import MissingExtra
 from eventfold.llm.types import LLMError
@@ -29,6 +30,15 @@ def exported_gguf(model_dir: Path, outtype: str = "q8_0") -> Path | None:
         return None
     weights = [p.stat().st_mtime for p in model_dir.glob("*.safetensors")]
     return path if not weights or path.stat().st_mtime >= max(weights) else None
+
+
+def token_logprob(logits: Any, token: int) -> float:
+    """log softmax(``logits``)[``token``] in float64, for one position's row of logits."""
+    import numpy as np
+
+    row = np.asarray(logits, dtype=np.float64)
+    top = row.max()
+    return float(row[token] - top - np.log(np.exp(row - top).sum()))
 
 
 class LlamaCppTokenGenerator:
@@ -100,9 +110,7 @@ class LlamaCppTokenGenerator:
 
         n = self._llm.n_vocab()
         logits = llama_cpp.llama_get_logits_ith(self._llm._ctx.ctx, -1)
-        row = np.ctypeslib.as_array(logits, shape=(n,)).astype(np.float64)
-        top = row.max()
-        return float(row[token] - top - np.log(np.exp(row - top).sum()))
+        return token_logprob(np.ctypeslib.as_array(logits, shape=(n,)), token)
 
     def close(self) -> None:
         """Free the model now (not at interpreter exit, when llama.cpp's bindings may be gone)."""

@@ -109,11 +109,7 @@ class PrefixForward:
     def completion_logits(self, ids: list[int], n: int) -> torch.Tensor:
         """(n, V) float32 logits at the positions predicting ``ids[-n:]``; gradients reach the layers
         from ``split`` up."""
-        if self.split == 0:
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
-                out = self.model(input_ids=torch.tensor([ids]), logits_to_keep=n + 1, use_cache=False)
-            return out.logits[0, :-1].float()
-        return self._top(self._bottom(ids)[None], n)
+        return self._logits(ids, n)
 
     def reference_logits(self, ids: list[int], n: int) -> torch.Tensor | None:
         """The same logits with the adapter switched off (the policy the run started from), no gradient;
@@ -121,11 +117,14 @@ class PrefixForward:
         if not hasattr(self.model, "disable_adapter"):
             return None
         with torch.no_grad(), self.model.disable_adapter():
-            if self.split == 0:
-                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
-                    out = self.model(input_ids=torch.tensor([ids]), logits_to_keep=n + 1, use_cache=False)
-                return out.logits[0, :-1].float()
-            return self._top(self._bottom(ids)[None], n)
+            return self._logits(ids, n)
+
+    def _logits(self, ids: list[int], n: int) -> torch.Tensor:
+        if self.split == 0:  # no frozen layers to cache: the model's own forward
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+                out = self.model(input_ids=torch.tensor([ids]), logits_to_keep=n + 1, use_cache=False)
+            return out.logits[0, :-1].float()
+        return self._top(self._bottom(ids)[None], n)
 
     def _top(self, h: torch.Tensor, n: int) -> torch.Tensor:
         from transformers.masking_utils import create_causal_mask

@@ -17,9 +17,8 @@ from typing import Any
 
 from agent.graph import AgentDeps
 from agent.runner import run_agent
-from agent.state import RunState
 from eventfold.run_options import RunOptions
-from training.rl.rewards import EpisodeOutcome, RewardBreakdown, RewardConfig, episode_reward
+from training.rl.rewards import EpisodeOutcome, RewardBreakdown, RewardConfig, episode_reward, outcome_of
 from training.sft.data import TrainingQuestion, valid_turns
 
 
@@ -76,15 +75,6 @@ def rollout_options(run: RunOptions) -> RunOptions:
     return run.model_copy(
         update={"policy": "model", "suggest": False, "fold": True, "fold_summary": "deterministic"}
     )
-
-
-def outcome_of(run: RunState, golds: list[str]) -> EpisodeOutcome:
-    c = run.counters
-    return EpisodeOutcome(
-        answer=run.answer if run.status == "answered" else None, golds=golds,
-        peak_context_tokens=c.peak_context_tokens, tool_calls=c.tool_calls,
-        invalid_calls=c.tool_errors + c.invalid_turns, folds=c.folds, unfolds=c.unfolds,
-    )  # fmt: skip
 
 
 def run_rollout(

@@ -26,6 +26,7 @@ import torch
 from training.rl.advantages import AdvantageBatch, AdvantageOutput, EstimatorContext, get_adv_est
 from training.rl.agent_forward import PrefixForward
 from training.rl.agent_rollout import Rollout, SampledTurn
+from training.rl.rewards import episode_metrics
 
 
 @dataclass
@@ -130,27 +131,18 @@ def policy_update(model: Any, optimizer: Any, rollouts: list[Rollout], advs: Tur
 
 
 def rollout_metrics(rollouts: list[Rollout], group_size: int) -> dict[str, float]:
-    """The episode metrics the TRL path logs (same names: ``training.curves`` draws either)."""
+    """The episode metrics the TRL path logs (``training.rl.rewards.episode_metrics``: same names, so
+    ``training.curves`` draws either), the reward's spread and the share of groups without signal."""
     n = max(1, len(rollouts))
     rewards = torch.tensor([r.reward.total for r in rollouts], dtype=torch.float64)
     groups = rewards.view(-1, group_size) if len(rollouts) % group_size == 0 and rollouts else rewards[None]
-    turns = sum(r.policy_turns for r in rollouts)
-    out = {
+    episodes = episode_metrics([r.outcome for r in rollouts], [r.reward for r in rollouts],
+                               [(r.policy_turns, r.valid_turns) for r in rollouts])  # fmt: skip
+    return {
         "reward": float(rewards.mean()) if rollouts else math.nan,
         "reward_std": float(rewards.std()) if len(rollouts) > 1 else 0.0,
         "frac_reward_zero_std": float((groups.std(dim=1) == 0).double().mean()) if rollouts else math.nan,
-        "episode/em": sum(r.reward.em for r in rollouts) / n,
-        "episode/f1": sum(r.reward.f1 for r in rollouts) / n,
-        "episode/answered": sum(r.outcome.answer is not None for r in rollouts) / n,
-        "episode/folds": sum(r.outcome.folds for r in rollouts) / n,
-        "episode/unfolds": sum(r.outcome.unfolds for r in rollouts) / n,
-        "episode/fold_rate": sum(r.outcome.folds > 0 for r in rollouts) / n,
-        "episode/unfold_rate": sum(r.outcome.unfolds > 0 for r in rollouts) / n,
-        "episode/peak_context_tokens": sum(r.outcome.peak_context_tokens for r in rollouts) / n,
-        "episode/context_cost": sum(r.reward.context_cost for r in rollouts) / n,
-        "episode/format": sum(r.reward.format for r in rollouts) / n,
-        "episode/valid_call_rate": sum(r.valid_turns for r in rollouts) / turns if turns else 0.0,
+        **episodes,
         "tools/call_frequency": sum(r.outcome.tool_calls for r in rollouts) / n,
         "rollout/generated_tokens": sum(len(t.completion_ids) for r in rollouts for t in r.turns) / n,
     }
-    return out

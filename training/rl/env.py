@@ -40,7 +40,14 @@ from agent.status import status_line
 from eventfold.run_options import RunOptions, run_options_with
 from eventrag.schema import SearchBackend
 from training.rl.opener import EPISODE_OVER
-from training.rl.rewards import EpisodeOutcome, RewardBreakdown, RewardConfig, episode_reward
+from training.rl.rewards import (
+    EpisodeOutcome,
+    RewardBreakdown,
+    RewardConfig,
+    episode_metrics,
+    episode_reward,
+    outcome_of,
+)
 from training.sft.data import valid_turns
 
 # the research environment's own run defaults (short episodes, short results); keys a config leaves out
@@ -173,17 +180,7 @@ class ResearchEnv:
         return self._run
 
     def _outcome(self) -> EpisodeOutcome:
-        run = self.run_state
-        c = run.counters
-        return EpisodeOutcome(
-            answer=run.answer if run.status == "answered" else None,
-            golds=self._golds,
-            peak_context_tokens=c.peak_context_tokens,
-            tool_calls=c.tool_calls,
-            invalid_calls=c.tool_errors + c.invalid_turns,
-            folds=c.folds,
-            unfolds=c.unfolds,
-        )
+        return outcome_of(self.run_state, self._golds)
 
     def _reward(self) -> RewardBreakdown:
         return episode_reward(self._outcome(), self._config.reward)
@@ -277,20 +274,8 @@ def research_reward(
     outcomes = [e._outcome() for e in environments]
     rewards = [e._reward() for e in environments]
     if log_metric is not None:
-        n = len(rewards)
-        log_metric("episode/em", sum(r.em for r in rewards) / n)
-        log_metric("episode/f1", sum(r.f1 for r in rewards) / n)
-        log_metric("episode/answered", sum(o.answer is not None for o in outcomes) / n)
-        log_metric("episode/folds", sum(o.folds for o in outcomes) / n)
-        log_metric("episode/unfolds", sum(o.unfolds for o in outcomes) / n)
-        log_metric("episode/peak_context_tokens", sum(o.peak_context_tokens for o in outcomes) / n)
-        log_metric("episode/context_cost", sum(r.context_cost for r in rewards) / n)
-        log_metric("episode/format", sum(r.format for r in rewards) / n)
-        log_metric("episode/fold_rate", sum(o.folds > 0 for o in outcomes) / n)  # share of episodes that folded
-        log_metric("episode/unfold_rate", sum(o.unfolds > 0 for o in outcomes) / n)
-        turns = [e._turns() for e in environments]
-        all_turns = sum(t for t, _ in turns)
-        log_metric("episode/valid_call_rate", sum(v for _, v in turns) / all_turns if all_turns else 0.0)
+        for key, value in episode_metrics(outcomes, rewards, [e._turns() for e in environments]).items():
+            log_metric(key, value)
     return [r.total for r in rewards]
 
 

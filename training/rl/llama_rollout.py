@@ -13,14 +13,13 @@ engine samples from the policy the loss differentiates.
 
 from __future__ import annotations
 
-import math
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eventfold.llm.gguf_generator import LlamaCppTokenGenerator
+from eventfold.llm.gguf_generator import LlamaCppTokenGenerator, token_logprob
 from training.common.export import export_lora_gguf
 
 
@@ -131,12 +130,7 @@ def llama_token_logprobs(
         logits = np.asarray(llm.scores[: len(ids)], dtype=np.float64)
     finally:
         llm.close()
-    out = []
-    for t in range(max(start, 1), len(ids)):
-        row = logits[t - 1]
-        top = row.max()
-        out.append(float(row[ids[t]] - top - math.log(np.exp(row - top).sum())))
-    return out
+    return [token_logprob(logits[t - 1], ids[t]) for t in range(max(start, 1), len(ids))]
 
 
 def torch_token_logprobs(model: Any, ids: list[int], start: int) -> list[float]:

@@ -15,11 +15,14 @@ answers the same way.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from eval.multihop.metrics import exact_match, f1_score
+
+if TYPE_CHECKING:
+    from agent.state import RunState
 
 
 class RewardConfig(BaseModel):
@@ -46,6 +49,16 @@ class EpisodeOutcome(BaseModel):
     invalid_calls: int = Field(0, ge=0)
     folds: int = Field(0, ge=0)
     unfolds: int = Field(0, ge=0)
+
+
+def outcome_of(run: RunState, golds: list[str]) -> EpisodeOutcome:
+    """The outcome of an agent run (its answer only when the run ended answered)."""
+    c = run.counters
+    return EpisodeOutcome(
+        answer=run.answer if run.status == "answered" else None, golds=golds,
+        peak_context_tokens=c.peak_context_tokens, tool_calls=c.tool_calls,
+        invalid_calls=c.tool_errors + c.invalid_turns, folds=c.folds, unfolds=c.unfolds,
+    )  # fmt: skip
 
 
 class RewardBreakdown(BaseModel):
@@ -87,3 +100,26 @@ def episode_reward(outcome: EpisodeOutcome, cfg: RewardConfig) -> RewardBreakdow
     return RewardBreakdown(
         correctness=score, em=em, f1=f1, context_cost=cost, format=fmt, total=cfg.w_correct * score - cost + fmt
     )
+
+
+def episode_metrics(
+    outcomes: Sequence[EpisodeOutcome], rewards: Sequence[RewardBreakdown], turns: Sequence[tuple[int, int]]
+) -> dict[str, float]:
+    """A batch's episode metrics, as every RL path logs them: means over episodes, the shares of
+    episodes that folded / unfolded, and the valid-call rate over all policy turns (``turns``: each
+    episode's (policy turns, valid turns))."""
+    n = max(1, len(outcomes))
+    all_turns = sum(t for t, _ in turns)
+    return {
+        "episode/em": sum(r.em for r in rewards) / n,
+        "episode/f1": sum(r.f1 for r in rewards) / n,
+        "episode/answered": sum(o.answer is not None for o in outcomes) / n,
+        "episode/folds": sum(o.folds for o in outcomes) / n,
+        "episode/unfolds": sum(o.unfolds for o in outcomes) / n,
+        "episode/peak_context_tokens": sum(o.peak_context_tokens for o in outcomes) / n,
+        "episode/context_cost": sum(r.context_cost for r in rewards) / n,
+        "episode/format": sum(r.format for r in rewards) / n,
+        "episode/fold_rate": sum(o.folds > 0 for o in outcomes) / n,
+        "episode/unfold_rate": sum(o.unfolds > 0 for o in outcomes) / n,
+        "episode/valid_call_rate": sum(v for _, v in turns) / all_turns if all_turns else 0.0,
+    }
