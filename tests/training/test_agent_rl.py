@@ -112,3 +112,22 @@ def test_sampled_turns_sample_every_call_and_keep_prompt_and_tokens() -> None:
     turns = SampledTurns(engine, temperature=0.9)
     assert turns.generate([1, 2], 4, None) == [7, 8]  # the agent asks for a greedy turn
     assert engine.temps == [0.9] and turns.turns == [SampledTurn([1, 2], [7, 8], [-1.0, -2.0])]
+
+
+def test_the_resume_point_of_an_agent_run_is_its_last_whole_checkpoint(tmp_path) -> None:
+    """What `train rl` announces before resuming: the step saved in the agent loop's own state file, not
+    step 0 (the loop writes no trainer_state.json); a checkpoint still being written is not counted."""
+    from training.config import RLRunConfig
+    from training.rl.agent_run import STATE_FILE
+    from training.rl.run import resume_point
+
+    out = tmp_path / "rl"
+    for step in (11, 12):
+        (out / f"checkpoint-{step}").mkdir(parents=True)
+        (out / f"checkpoint-{step}" / STATE_FILE).write_text(f'{{"step": {step}, "s_batch": null}}')
+    (out / "checkpoint-13").mkdir()  # renamed into place only once whole: no state file yet
+    spec = {"model": {"path": str(tmp_path)}, "output_dir": str(out), "questions": {"path": str(tmp_path)},
+            "grpo": {"max_steps": 30}, "launch": {"rollout": "agent"}}  # fmt: skip
+    point = resume_point(RLRunConfig.model_validate(spec))
+    assert point.checkpoint == str(out / "checkpoint-12") and (point.step, point.remaining) == (12, 18)
+    assert resume_point(RLRunConfig.model_validate({**spec, "resume": False})).step == 0

@@ -80,6 +80,11 @@ def load_checkpoint(ckpt: Path, model: Any, optimizer: Any) -> dict[str, Any]:
 
     set_peft_model_state_dict(model, load_file(str(ckpt / "adapter_model.safetensors")))
     optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))
+    return checkpoint_state(ckpt)
+
+
+def checkpoint_state(ckpt: Path) -> dict[str, Any]:
+    """The loop state saved with a checkpoint: its step and the SIRAS fallback batch."""
     return json.loads((ckpt / STATE_FILE).read_text(encoding="utf-8"))
 
 

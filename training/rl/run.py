@@ -307,11 +307,21 @@ class ResumePoint(BaseModel):
 def resume_point(cfg: RLRunConfig) -> ResumePoint:
     """The last checkpoint in ``output_dir`` when ``cfg.resume`` (the asynchronous pipeline always
     starts at step 0)."""
-    ckpt = last_checkpoint(cfg.output_dir) if cfg.resume and not cfg.async_rollouts else None
-    step = 0
-    if ckpt is not None:
-        state = Path(ckpt) / "trainer_state.json"
-        step = int(json.loads(state.read_text()).get("global_step", 0)) if state.is_file() else 0
+    if not cfg.resume or cfg.async_rollouts:
+        return ResumePoint(checkpoint=None, step=0, remaining=cfg.grpo.max_steps)
+    from training.rl.configs import load_rollout_settings
+
+    if load_rollout_settings(cfg.launch.rollout).mode == "agent":
+        # the agent-turn loop keeps its own step file and skips checkpoints written only in part
+        from training.rl.agent_run import checkpoint_state, checkpoints
+
+        done = checkpoints(Path(cfg.output_dir))
+        ckpt, step = (str(done[-1]), int(checkpoint_state(done[-1])["step"])) if done else (None, 0)
+    else:
+        ckpt, step = last_checkpoint(cfg.output_dir), 0
+        state = Path(ckpt) / "trainer_state.json" if ckpt is not None else None
+        if state is not None and state.is_file():
+            step = int(json.loads(state.read_text()).get("global_step", 0))
     return ResumePoint(checkpoint=ckpt, step=step, remaining=max(0, cfg.grpo.max_steps - step))
 
 
