@@ -1,15 +1,17 @@
-"""The RL update of one saved step of agent rollouts, replayed with the frozen bottom layers computed once
-per shared prefix (``training.rl.agent_forward.PrefixForward``) and with the plain full forward per turn.
+"""The RL update of one saved step of agent rollouts, replayed three ways: the plain full forward per turn;
+the frozen bottom layers computed once per shared prefix (``training.rl.agent_forward.PrefixForward``,
+the same gradient); and that plus the backward over each call's positions only (``[grpo] prompt_grad =
+false``: the prompt's top-layer keys and values without gradient, an approximation).
 
-    python bench/rl_update.py --model ~/.cache/eventfold/training/sft_workflow/final \\
+    python bench/rl_update.py --model ~/.cache/eventfold/training/sft_workflow/final \
         --step ~/.cache/eventfold/training/rl_workflow_grpo/rollouts/step-00012.json
 
 ``training.rl.agent_run`` saves each step's rollouts (prompt and sampled ids per turn, rewards) under
-``<output_dir>/rollouts/``. Both passes start from the same fresh adapter (LoRA r16 on every linear module
-of the top ``--top-layers`` layers, B = 0 as at a run's start, so both compute the first step's gradient)
-and make no optimiser step (SGD, lr 0): the table gives the seconds, the turns and tokens trained, the
-share of bottom-layer positions served from the prefix cache, the loss and the gradient norm (equal up to
-rounding when the two passes compute the same gradient), and the speed ratio. Run it alone.
+``<output_dir>/rollouts/``. Every pass starts from the same fresh adapter (LoRA r16 on every linear module
+of the top ``--top-layers`` layers, B = 0 as at a run's start, so all compute the first step's gradient)
+and makes no optimiser step: the table gives the seconds, the turns and tokens trained, the share of
+bottom-layer positions served from the prefix cache, the loss, the gradient norm, the gradient's cosine
+to the first mode's (1.0 where the gradient is the same) and the speed ratio. Run it alone.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ def main() -> None:
     p.add_argument("--top-layers", type=int, default=4)
     p.add_argument("--method", default="grpo")
     p.add_argument("--no-bf16", action="store_true")
+    p.add_argument("--modes", default="plain,prefix,calls", help=f"comma-separated, the first is the baseline: {', '.join(MODES)}")
     args = p.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
@@ -66,24 +69,48 @@ def main() -> None:
     model = get_peft_model(model, peft_config(lora))
     rollouts = load_step(args.step.expanduser())
     advs = rollout_advantages(rollouts, args.method, SirasConfig(), EstimatorContext())
-    sgd = torch.optim.SGD([q for q in model.parameters() if q.requires_grad], lr=0.0)
+    capture = GradCapture([q for q in model.parameters() if q.requires_grad])
     rows = []
-    for name, prefix in (("plain forward per turn", False), ("prefix-cached frozen layers", True)):
+    for mode in args.modes.split(","):
+        prefix, prompt_grad = MODES[mode][1:]
         t0 = time.perf_counter()
-        out = policy_update(
-            model, sgd, rollouts, advs, max_grad_norm=1e9, bf16=not args.no_bf16, prefix=prefix
-        )
-        rows.append((name, time.perf_counter() - t0, out))
-    base = rows[0][1]
+        out = policy_update(model, capture, rollouts, advs, max_grad_norm=1e9, bf16=not args.no_bf16,
+                            prefix=prefix, prompt_grad=prompt_grad)  # fmt: skip
+        rows.append((MODES[mode][0], time.perf_counter() - t0, out, capture.grad))
+    base, exact = rows[0][1], rows[0][3]
     print(f"{args.step.name}: {len(rollouts)} rollouts, load {os.getloadavg()[0]:.2f}\n")
-    print("| update | s | turns | tokens | bottom positions cached | loss | grad norm | speed |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for name, s, out in rows:
+    print("| update | s | turns | tokens | bottom positions cached | loss | grad norm | grad cosine | speed |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, s, out, grad in rows:
+        cos = float(torch.nn.functional.cosine_similarity(grad, exact, dim=0))
         print(
             f"| {name} | {s:.1f} | {out['train/turns']:.0f} | {out['train/tokens']:.0f} | "
-            f"{out['train/prefix_reused']:.0%} | {out['loss']:.5f} | {out['grad_norm']:.5f} | {base / s:.2f}x |"
+            f"{out['train/prefix_reused']:.0%} | {out['loss']:.5f} | {out['grad_norm']:.5f} | {cos:.4f} | "
+            f"{base / s:.2f}x |"
         )
 
+
+MODES = {  # name in the table, prefix cache, gradient through the prompt
+    "plain": ("plain forward per turn", False, True),
+    "prefix": ("prefix-cached frozen layers", True, True),
+    "calls": ("prefix cache + backward on the calls only", True, False),
+}
+
+
+class GradCapture:
+    """An optimiser that keeps the gradient it is asked to apply (flattened) and changes nothing."""
+
+    def __init__(self, params: list) -> None:
+        self.params, self.grad = params, None
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.params:
+            p.grad = None
+
+    def step(self) -> None:
+        import torch
+
+        self.grad = torch.cat([p.grad.detach().flatten().float() for p in self.params])
 
 if __name__ == "__main__":
     main()

@@ -211,6 +211,11 @@ class GRPOSection(_Strict):
     save_steps: int = Field(50, ge=1)
     bf16: bool = False
     gradient_checkpointing: bool = False
+    max_grad_norm: float = Field(1.0, gt=0, description="the gradient's norm is clipped to this before each step")
+    prompt_grad: bool = Field(
+        True, description="agent-turn RL: gradients through the prompt's top-layer keys and values (exact); "
+        "false trains on the call's positions only, a shorter backward (training.rl.agent_forward)"
+    )
     seed: int = 0
     max_train_minutes: float | None = Field(None, gt=0, description="stop after the step that passes this wall time")
 

@@ -78,3 +78,42 @@ def test_reference_logits_are_the_model_without_its_adapter(lora_model) -> None:
             plain = _plain(lora_model, ids, 6)
     assert torch.allclose(reference, plain, atol=1e-5)
     assert not torch.allclose(adapted, reference, atol=1e-3)  # the adapter (random B) changes the policy
+
+
+def _last_layer_model(targets: list[str]):
+    from peft import LoraConfig, get_peft_model
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen2Config(vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=4,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)  # fmt: skip
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=targets, layers_to_transform=[3], init_lora_weights=False)
+    return get_peft_model(Qwen2ForCausalLM(config).float(), lora)
+
+
+def _grads(model, fn) -> list[torch.Tensor]:
+    model.zero_grad(set_to_none=True)
+    for ids in _turns():
+        torch.log_softmax(fn(ids), -1)[:, 3].sum().backward()
+    return [p.grad.clone() for p in model.parameters() if p.requires_grad]
+
+
+def test_prompt_without_gradient_keeps_the_logits_and_only_drops_the_prompt_key_value_terms(lora_model) -> None:
+    """prompt_grad=False: the same logits; the gradient equals the exact one when nothing adapted shapes
+    the prompt's keys and values (only the last layer adapted, not its k/v projections), and differs
+    only by those terms when they exist."""
+    detached = PrefixForward(lora_model, prompt_grad=False)
+    for ids in _turns():
+        with torch.no_grad():
+            assert torch.allclose(detached.completion_logits(ids, 6), _plain(lora_model, ids, 6), atol=1e-5)
+    qo = _last_layer_model(["q_proj", "o_proj", "down_proj"])
+    fast = PrefixForward(qo, prompt_grad=False)
+    cut, exact = _grads(qo, lambda ids: fast.completion_logits(ids, 6)), _grads(qo, lambda ids: _plain(qo, ids, 6))
+    assert all(torch.allclose(a, b, atol=1e-5, rtol=1e-4) for a, b in zip(cut, exact, strict=True))
+    assert any(bool(g.abs().sum() > 0) for g in cut)
+    kv = _last_layer_model(["v_proj"])
+    fast = PrefixForward(kv, prompt_grad=False)
+    cut, exact = _grads(kv, lambda ids: fast.completion_logits(ids, 6)), _grads(kv, lambda ids: _plain(kv, ids, 6))
+    flat = torch.cat([g.flatten() for g in cut]), torch.cat([g.flatten() for g in exact])
+    assert not torch.allclose(*flat, atol=1e-6)  # the prompt's values carried gradient the cut drops
+    assert float(torch.nn.functional.cosine_similarity(*flat, dim=0)) > 0.5

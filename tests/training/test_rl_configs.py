@@ -70,6 +70,8 @@ def test_a_rollout_turn_is_capped_as_a_served_turn(name: str) -> None:
     args = grpo_args(cfg, world_size=1)
     key = "max_tokens" if args.use_vllm else "max_new_tokens"
     assert args.generation_kwargs[key] == cfg.env.run.step_max_tokens
+    clipped = cfg.model_copy(update={"grpo": cfg.grpo.model_copy(update={"max_grad_norm": 0.3})})
+    assert grpo_args(clipped, world_size=1).max_grad_norm == 0.3  # [grpo] max_grad_norm reaches TRL
     if name == "rl_qwen05b.toml":
         turns = cfg.grpo.max_tool_calling_iterations + 1
         assert args.max_completion_length >= turns * cfg.env.run.step_max_tokens + 4 * 250

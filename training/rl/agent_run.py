@@ -172,8 +172,8 @@ class AgentRL:
         if any(k == "normal" for k in advs.output.stats.kinds):
             self.s_batch = advs.output.stats.s_batch
         t2 = time.perf_counter()
-        update = policy_update(self.model, self.optimizer, rollouts, advs,
-                               max_grad_norm=1.0, bf16=self.cfg.grpo.bf16)  # fmt: skip
+        update = policy_update(self.model, self.optimizer, rollouts, advs, max_grad_norm=self.cfg.grpo.max_grad_norm,
+                               bf16=self.cfg.grpo.bf16, prompt_grad=self.cfg.grpo.prompt_grad)  # fmt: skip
         t3 = time.perf_counter()
         sync = self.engine.sync(self.model)
         t4 = time.perf_counter()

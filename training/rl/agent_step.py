@@ -100,10 +100,11 @@ def turn_backward(forward: PrefixForward, turn: SampledTurn, adv: torch.Tensor, 
 
 
 def policy_update(model: Any, optimizer: Any, rollouts: list[Rollout], advs: TurnAdvantages, *,
-                  max_grad_norm: float, bf16: bool, prefix: bool = True) -> dict[str, float]:  # fmt: skip
+                  max_grad_norm: float, bf16: bool, prefix: bool = True, prompt_grad: bool = True) -> dict[str, float]:  # fmt: skip
     """One optimiser step on the rollouts' turns; returns loss, grad norm, entropy and the log-prob gap.
     Turns are visited in token order, so turns sharing a prefix follow each other (``PrefixForward``;
-    ``prefix=False``: every turn through the plain full forward)."""
+    ``prefix=False``: every turn through the plain full forward; ``prompt_grad=False``: the backward
+    over each call's positions only)."""
     model.train()
     optimizer.zero_grad(set_to_none=True)
     denominator = max(1, sum(len(t.completion_ids) for r in rollouts for t in r.turns))
@@ -111,7 +112,7 @@ def policy_update(model: Any, optimizer: Any, rollouts: list[Rollout], advs: Tur
             for turn, adv in zip(r.turns, parts, strict=True)
             if turn.completion_ids and bool(adv.abs().sum() > 0)]  # fmt: skip
     work.sort(key=lambda pair: pair[0].prompt_ids + pair[0].completion_ids)
-    forward = PrefixForward(model, split=None if prefix else 0, bf16=bf16)
+    forward = PrefixForward(model, split=None if prefix else 0, bf16=bf16, prompt_grad=prompt_grad)
     stats, loss = TurnStats(), 0.0
     for turn, adv in work:
         loss += turn_backward(forward, turn, adv, denominator, stats)

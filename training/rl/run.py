@@ -195,6 +195,7 @@ def grpo_args(cfg: RLRunConfig, world_size: int | None = None) -> Any:
         gradient_accumulation_steps=g.gradient_accumulation_steps,
         max_steps=g.max_steps,
         learning_rate=g.learning_rate,
+        max_grad_norm=g.max_grad_norm,
         beta=g.beta,
         loss_type=g.loss_type,
         temperature=g.temperature,
