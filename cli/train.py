@@ -141,7 +141,8 @@ def _report_start(cfg: Any) -> None:
 
 
 def _serve_hint(final_dir: Path) -> None:
-    console.print(
-        f"serve it: eventfold ask --model {safe(final_dir)} \"question\" (transformers), faster on a CPU "
-        f"after: eventfold model export {safe(final_dir)}", soft_wrap=True,
-    )
+    from eventfold.llm.gguf_generator import exported_gguf
+
+    how = ("through llama.cpp over its GGUF export" if exported_gguf(final_dir) is not None else
+           f"(transformers), faster on a CPU after: eventfold model export {safe(final_dir)}")  # fmt: skip
+    console.print(f"serve it: eventfold ask --model {safe(final_dir)} \"question\" {how}", soft_wrap=True)

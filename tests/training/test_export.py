@@ -118,3 +118,15 @@ def test_settings_asking_for_llama_cpp_without_an_export_fail_clearly(tiny_model
         HFChatModel.from_settings(llm)
     auto = HFChatModel.from_settings(llm.model_copy(update={"hf_generate": "auto"}))  # no export: torch
     assert auto.generator is None and auto.model is not None
+
+
+def test_the_serve_hint_after_training_says_whether_a_current_gguf_is_there(tmp_path, capsys) -> None:
+    from cli.train import _serve_hint
+
+    (tmp_path / "model.safetensors").write_bytes(b"w")
+    _serve_hint(tmp_path)
+    assert "eventfold model export" in capsys.readouterr().out
+    (tmp_path / "student-q8_0.gguf").write_bytes(b"g")  # written after the weights: current
+    _serve_hint(tmp_path)
+    out = capsys.readouterr().out
+    assert "llama.cpp" in out and "model export" not in out
