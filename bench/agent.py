@@ -23,6 +23,7 @@ the workflow policy's call at each turn unless `--no-trace`.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -156,6 +157,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def model_identity(settings: Settings, chat: Any) -> dict[str, Any]:
+    """What the rows in ``--out`` were answered with: the model's name, its files (size, mtime) and the
+    run options. A retrained model saved to the same folder has the same name but other files."""
+    files: dict[str, list[int]] = {}
+    for root in (settings.llm.hf_model_dir, settings.llm.model_path):
+        path = Path(root).expanduser() if root is not None else None
+        found = [path] if path and path.is_file() else sorted(path.iterdir()) if path and path.is_dir() else []
+        for f in found:
+            if f.is_file() and f.suffix in (".safetensors", ".gguf", ".json", ".bin"):
+                files[f.name] = [f.stat().st_size, f.stat().st_mtime_ns]
+    return {"model": chat.name, "files": files, "run": settings.run.model_dump(mode="json")}
+
+
+def claim_out(out: Path, identity: dict[str, Any]) -> None:
+    """Rows already in ``out`` are resumed, not answered again: only when the same model and options
+    wrote them (else the table would mix two models under one name)."""
+    path = out / "model.json"
+    if path.is_file() and json.loads(path.read_text(encoding="utf-8")) != identity:
+        raise SystemExit(f"error: {out} holds rows of another model or other run options ({path}); "
+                         "pass another --out, or remove the folder to answer again")  # fmt: skip
+    path.write_text(json.dumps(identity, indent=1), encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     settings = Settings(home=args.home) if args.home else Settings()
@@ -165,6 +189,7 @@ def main(argv: list[str] | None = None) -> None:
     chat = make_chat_model(settings, cache=False)
     print(f"model {chat.name}; load average {load()}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
+    claim_out(args.out, model_identity(settings, chat))
     parts = []
     for name in names:
         parts.append(run_set(name, args, settings, chat))

@@ -171,3 +171,33 @@ def test_the_shipped_sample_set_reads():
     ds = load_set("sample", ROOT, ROOT / "data", {})
     assert len(ds.examples) >= 8 and all(ex.gold_titles for ex in ds.examples)
     assert all(set(ex.gold_passage_ids) <= {p.passage_id for p in ds.passages} for ex in ds.examples)
+
+
+def test_rows_of_a_retrained_model_in_the_same_folder_are_not_resumed(tmp_path) -> None:
+    """A model retrained into the same folder keeps its name; the rows `--out` already holds were
+    answered by the old weights, so the benchmark refuses to resume them instead of mixing the two."""
+    import os
+    import types
+
+    from eventfold.settings import Settings
+
+    bench = load_bench()
+    model_dir = tmp_path / "final"
+    model_dir.mkdir()
+    (model_dir / "model.safetensors").write_bytes(b"old")
+    settings = Settings(home=tmp_path / "home", llm={"backend": "transformers", "hf_model_dir": model_dir})
+    chat = types.SimpleNamespace(name="hf:final")
+    out = tmp_path / "out"
+    out.mkdir()
+    bench.claim_out(out, bench.model_identity(settings, chat))
+    bench.claim_out(out, bench.model_identity(settings, chat))  # the same model resumes
+    (model_dir / "model.safetensors").write_bytes(b"new weights")
+    os.utime(model_dir / "model.safetensors", ns=(1, 1))
+    with pytest.raises(SystemExit, match="another model"):
+        bench.claim_out(out, bench.model_identity(settings, chat))
+    again = tmp_path / "again"
+    again.mkdir()
+    bench.claim_out(again, bench.model_identity(settings, chat))
+    other = settings.model_copy(update={"run": settings.run.model_copy(update={"max_steps": 3})})
+    with pytest.raises(SystemExit, match="other run options"):  # the same files, other prompts
+        bench.claim_out(again, bench.model_identity(other, chat))
