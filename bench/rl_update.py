@@ -3,7 +3,7 @@ the frozen bottom layers computed once per shared prefix (``training.rl.agent_fo
 the same gradient); and that plus the backward over each call's positions only (``[grpo] prompt_grad =
 false``: the prompt's top-layer keys and values without gradient, an approximation).
 
-    python bench/rl_update.py --model ~/.cache/eventfold/training/sft_workflow/final \
+    python bench/rl_update.py --model ~/.cache/eventfold/training/sft_workflow/final \\
         --step ~/.cache/eventfold/training/rl_workflow_grpo/rollouts/step-00012.json
 
 ``training.rl.agent_run`` saves each step's rollouts (prompt and sampled ids per turn, rewards) under

@@ -161,7 +161,8 @@ class PrefixForward:
             for part, grad in ((h[:, :start], False), (h[:, start:-1], True)):
                 if part.shape[1] == 0:
                     continue
-                pos = torch.arange(cache.get_seq_length(self.split), cache.get_seq_length(self.split) + part.shape[1])
+                past = cache.get_seq_length(self.split)  # 0, then the prompt's length
+                pos = torch.arange(past, past + part.shape[1])
                 pe = self.stack.rotary_emb(part, pos[None])
                 mask = create_causal_mask(config=self.stack.config, inputs_embeds=part, attention_mask=None,
                                           cache=cache, position_ids=pos[None], layer_idx=self.split)  # fmt: skip
