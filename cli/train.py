@@ -28,6 +28,11 @@ ReportOpt = Annotated[
 ResumeOpt = Annotated[
     bool | None, typer.Option("--resume/--no-resume", help="continue from the last checkpoint (overrides resume)")
 ]
+StepsOpt = Annotated[
+    int | None,
+    typer.Option("--max-steps", min=1, help="stop after this step (overrides [grpo] max_steps); a run resumed at or "
+                 "past it trains nothing and saves its last checkpoint's model as final"),
+]
 DryOpt = Annotated[bool, typer.Option("--dry-run", help="validate config, data and launch files; do not train")]
 
 
@@ -95,17 +100,18 @@ def sft_cmd(config: ConfigOpt, dry_run: DryOpt = False) -> None:
 
 @app.command("rl")
 @needs_extras("eventfold train rl")
-def rl_cmd(config: ConfigOpt, dry_run: DryOpt = False, report_to: ReportOpt = None, resume: ResumeOpt = None) -> None:
+def rl_cmd(config: ConfigOpt, dry_run: DryOpt = False, report_to: ReportOpt = None, resume: ResumeOpt = None,
+           max_steps: StepsOpt = None) -> None:  # fmt: skip
     """GRPO with SIRAS advantages in the multi-turn research environment."""
     from training.config import ConfigError
     from training.launch import check_rl_launch, rl_override_args, rl_overrides, train_rl
 
     try:
-        cfg = rl_overrides(_load(config, "rl"), report_to, resume)
+        cfg = rl_overrides(_load(config, "rl"), report_to, resume, max_steps)
     except (ConfigError, ValueError) as exc:
         fail("config error:", exc, code=2)
     check = check_rl_launch(cfg, config)
-    check.command += rl_override_args(report_to, resume)
+    check.command += rl_override_args(report_to, resume, max_steps)
     if dry_run:
         _report_check(check)
         return
@@ -130,8 +136,9 @@ def _report_start(cfg: Any) -> None:
 
     point = resume_point(cfg)
     if point.checkpoint is not None:
-        console.print(f"resuming from {safe(point.checkpoint)} (step {point.step}): "
-                      f"{point.remaining} of {cfg.grpo.max_steps} steps remain")
+        left = (f"{point.remaining} of {cfg.grpo.max_steps} steps remain" if point.remaining else
+                f"max_steps {cfg.grpo.max_steps} reached, nothing to train: its model is saved as final")
+        console.print(f"resuming from {safe(point.checkpoint)} (step {point.step}): {left}")
     else:
         why = ("--no-resume / resume = false" if not cfg.resume else "async_rollouts do not resume"
                if cfg.async_rollouts else f"no checkpoint in {safe(cfg.output_dir)}")

@@ -179,16 +179,23 @@ def check_sft(cfg: SFTRunConfig) -> LaunchCheck:
 # --- RL -------------------------------------------------------------------------------------------
 
 
-def rl_overrides(cfg: RLRunConfig, report_to: str | None = None, resume: bool | None = None) -> RLRunConfig:
-    """``cfg`` with the command line's ``--report-to`` / ``--resume`` (None: the config's), re-validated."""
-    updates = {k: v for k, v in (("report_to", report_to), ("resume", resume)) if v is not None}
+def rl_overrides(
+    cfg: RLRunConfig, report_to: str | None = None, resume: bool | None = None, max_steps: int | None = None
+) -> RLRunConfig:
+    """``cfg`` with the command line's ``--report-to`` / ``--resume`` / ``--max-steps`` (None: the config's),
+    re-validated. A smaller ``max_steps`` than a checkpoint holds ends a resumed run there: it trains no
+    step and saves the checkpoint's model as ``final`` (a long run stopped early still serves)."""
+    updates: dict[str, Any] = {k: v for k, v in (("report_to", report_to), ("resume", resume)) if v is not None}
+    if max_steps is not None:
+        updates["grpo"] = {**cfg.grpo.model_dump(), "max_steps": max_steps}
     return RLRunConfig.model_validate({**dict(cfg), **updates}) if updates else cfg
 
 
-def rl_override_args(report_to: str | None = None, resume: bool | None = None) -> list[str]:
+def rl_override_args(report_to: str | None = None, resume: bool | None = None, max_steps: int | None = None) -> list[str]:
     """The same overrides as ``training.launch`` arguments (for the ``accelerate launch`` command)."""
     return ([] if report_to is None else ["--report-to", report_to]) + (
-        [] if resume is None else ["--resume" if resume else "--no-resume"])
+        [] if resume is None else ["--resume" if resume else "--no-resume"]) + (
+        [] if max_steps is None else ["--max-steps", str(max_steps)])
 
 
 def train_rl(cfg: RLRunConfig) -> Any:
@@ -334,9 +341,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--config", required=True, type=Path)
     p.add_argument("--report-to", choices=["none", "tensorboard"], default=None, help="rl: override report_to")
     p.add_argument("--resume", action=argparse.BooleanOptionalAction, default=None, help="rl: override resume")
+    p.add_argument("--max-steps", type=int, default=None, help="rl: override [grpo] max_steps")
     a = p.parse_args(argv)
     if a.what == "rl":
-        cfg = rl_overrides(load_config(a.config, RLRunConfig), a.report_to, a.resume)
+        cfg = rl_overrides(load_config(a.config, RLRunConfig), a.report_to, a.resume, a.max_steps)
         print(train_rl(cfg).model_dump_json(indent=1))
     elif a.what == "sft":
         print(train_sft(load_config(a.config, SFTRunConfig)).model_dump_json(indent=1))

@@ -8,7 +8,7 @@ import torch
 
 from training.rl.advantages import EstimatorContext
 from training.rl.agent_rollout import Rollout, SampledTurn, SampledTurns
-from training.rl.agent_run import step_questions
+from training.rl.agent_run import AgentRL, QuestionStream, step_questions
 from training.rl.agent_step import policy_update, rollout_advantages, rollout_metrics
 from training.rl.rewards import EpisodeOutcome, RewardBreakdown
 from training.rl.siras import SirasConfig
@@ -96,6 +96,53 @@ def test_step_questions_cover_the_set_before_repeating() -> None:
     seen = [q.id for step in range(5) for q in step_questions(qs, step, 1, seed=0)]
     assert sorted(seen) == [str(i) for i in range(5)]
     assert step_questions(qs, 5, 1, seed=0) == step_questions(qs, 0, 1, seed=0)
+
+
+def test_a_resumed_stream_draws_on_where_the_saved_count_stopped() -> None:
+    qs = [TrainingQuestion(id=str(i), question=f"q{i}?", golds=["a"]) for i in range(7)]
+    first = QuestionStream(qs, seed=3)
+    run = [first.draw().id for _ in range(10)]
+    resumed = QuestionStream(qs, seed=3, drawn=4)
+    assert [resumed.draw().id for _ in range(6)] == run[4:]
+    assert [q.id for q in step_questions(qs, 2, 2, seed=3)] == run[4:6]  # the same order as without a stream
+
+
+def _loop_with_groups(f1s_by_question: dict[str, list[float]], resample_flat: int) -> AgentRL:
+    """An AgentRL whose rollouts are scripted per question (a test double of the llama.cpp engine: the
+    real loop runs in test_agent_rl_runs_two_steps_saves_and_resumes)."""
+    from types import SimpleNamespace
+
+    loop = object.__new__(AgentRL)
+    loop.cfg = SimpleNamespace(grpo=SimpleNamespace(num_generations=2, resample_flat=resample_flat))
+    loop.engine = SimpleNamespace(calls=0)
+    loop.group = lambda q, index: [_rollout(index, f1, [[5]]) for f1 in f1s_by_question[q.id]]
+    return loop
+
+
+def test_resampling_replaces_groups_whose_answers_all_score_the_same() -> None:
+    qs = [TrainingQuestion(id=str(i), question=f"q{i}?", golds=["a"]) for i in range(4)]
+    f1s = {"0": [0.0, 0.0], "1": [1.0, 1.0], "2": [0.0, 1.0], "3": [0.5, 0.0]}
+    fresh = QuestionStream(qs, seed=0)
+    order = [fresh.draw().id for _ in range(4)]
+    loop = _loop_with_groups(f1s, resample_flat=3)
+    stream = QuestionStream(qs, seed=0)
+    questions, trained, drawn = loop.gather(stream, per_step=1, step=1)
+    first_informative = next(i for i, q in enumerate(order) if len(set(f1s[q])) > 1)
+    assert [q.id for q in questions] == [order[first_informative]]
+    assert stream.drawn == first_informative + 1 and len(drawn) == 2 * (first_informative + 1)
+    assert [r.question for r in trained] == [0, 0] and len(set(r.reward.f1 for r in trained)) == 2
+    assert sorted({r.question for r in drawn}) == list(range(first_informative + 1))
+
+
+def test_without_resampling_or_past_the_cap_flat_groups_are_trained_on() -> None:
+    qs = [TrainingQuestion(id=str(i), question=f"q{i}?", golds=["a"]) for i in range(3)]
+    flat = {str(i): [0.0, 0.0] for i in range(3)}
+    questions, trained, drawn = _loop_with_groups(flat, 0).gather(QuestionStream(qs, 0), per_step=1, step=1)
+    assert len(questions) == 1 and len(trained) == len(drawn) == 2
+    stream = QuestionStream(qs, 0)
+    questions, trained, drawn = _loop_with_groups(flat, 2).gather(stream, per_step=1, step=1)
+    assert stream.drawn == 3 and len(drawn) == 6 and len(trained) == 2  # the first flat group fills the batch
+    assert questions[0].id == QuestionStream(qs, 0).draw().id
 
 
 def test_sampled_turns_sample_every_call_and_keep_prompt_and_tokens() -> None:

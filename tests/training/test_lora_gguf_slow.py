@@ -181,8 +181,16 @@ def test_agent_rl_runs_two_steps_saves_and_resumes(small_student, tmp_path, lexi
     final = first.final_dir
     assert (final / "student-q8_0.gguf").is_file()
     assert json.loads((final / TRAINED_RUN_FILE).read_text())["context_budget"] == 1500
-    spec["grpo"]["max_steps"] = 3
+    spec["grpo"].update(max_steps=3, resample_flat=1)
     again = run_rl(RLRunConfig.model_validate(spec), qs, lexical_backend)
     rows = [json.loads(line) for line in again.log_path.read_text().splitlines()]
     assert again.resumed_from is not None and again.resumed_from.endswith("checkpoint-2")
     assert [r["step"] for r in rows] == [1, 2, 3]  # the rerun trained step 3 only
+    state = json.loads((tmp_path / "rl" / "checkpoint-3" / "agent_rl_state.json").read_text())
+    assert rows[2]["rollout/groups_drawn"] in (1, 2)  # a flat first group is replaced once at most
+    assert state["drawn"] == 2 + rows[2]["rollout/groups_drawn"]  # a resumed run draws on from here
+    (final / "student-q8_0.gguf").unlink()
+    spec["grpo"]["max_steps"] = 2  # `train rl --max-steps 2` on a run stopped at step 3: no step, a final
+    stopped = run_rl(RLRunConfig.model_validate(spec), qs, lexical_backend)
+    assert stopped.global_step == 3 and len(again.log_path.read_text().splitlines()) == 3
+    assert (stopped.final_dir / "student-q8_0.gguf").is_file()

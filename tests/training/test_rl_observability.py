@@ -83,6 +83,8 @@ def test_cli_reports_the_resume_point(tmp_path, tiny_model_dir, capsys) -> None:
     assert "checkpoint-3 (step 3): 2 of 5 steps remain" in out and f"--logdir {cfg.output_dir / 'tb'}" in out
     _report_start(rl_overrides(cfg, resume=False))
     assert "starting at step 0 (--no-resume" in " ".join(capsys.readouterr().out.split())
+    _report_start(rl_overrides(cfg, max_steps=3))  # stopped early: the checkpoint becomes the model
+    assert "max_steps 3 reached, nothing to train" in " ".join(capsys.readouterr().out.split())
 
 
 def test_overrides_and_their_launch_arguments(tmp_path, tiny_model_dir) -> None:
@@ -93,6 +95,11 @@ def test_overrides_and_their_launch_arguments(tmp_path, tiny_model_dir) -> None:
     assert (both.report_to, both.resume) == ("tensorboard", False)
     assert rl_override_args("tensorboard", False) == ["--report-to", "tensorboard", "--no-resume"]
     assert rl_override_args() == []
+    short = rl_overrides(cfg, max_steps=4)
+    assert short.grpo.max_steps == 4 and short.grpo.learning_rate == cfg.grpo.learning_rate
+    assert rl_override_args(max_steps=4) == ["--max-steps", "4"]
+    with pytest.raises(ValueError, match="max_steps"):
+        rl_overrides(cfg, max_steps=0)
     with pytest.raises(ValueError, match="report_to"):
         rl_overrides(_cfg(tmp_path, tiny_model_dir, async_rollouts=True), report_to="tensorboard")
 

@@ -26,6 +26,7 @@ import math
 import random
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +47,33 @@ def step_questions(
     questions: list[TrainingQuestion], step: int, per_step: int, seed: int
 ) -> list[TrainingQuestion]:
     """The training questions of ``step``: a seeded shuffle, ``per_step`` at a time, wrapping round."""
-    order = list(range(len(questions)))
-    random.Random(seed).shuffle(order)
-    return [questions[order[(step * per_step + i) % len(order)]] for i in range(per_step)]
+    stream = QuestionStream(questions, seed, drawn=step * per_step)
+    return [stream.draw() for _ in range(per_step)]
+
+
+class QuestionStream:
+    """The training questions in one seeded order, drawn one at a time and wrapping round. ``drawn`` is
+    saved with each checkpoint, so a resumed run draws on where it stopped even when a step drew more
+    questions than it trained on (``[grpo] resample_flat``)."""
+
+    def __init__(self, questions: list[TrainingQuestion], seed: int, drawn: int = 0) -> None:
+        if not questions:
+            raise ValueError("no training questions to draw from")
+        self.questions, self.drawn = questions, drawn
+        self.order = list(range(len(questions)))
+        random.Random(seed).shuffle(self.order)
+
+    def draw(self) -> TrainingQuestion:
+        q = self.questions[self.order[self.drawn % len(self.order)]]
+        self.drawn += 1
+        return q
+
+
+def informative(group: list[Rollout]) -> bool:
+    """Whether a sibling group's answers differ in F1: only then do its advantages carry answer quality
+    rather than format and context cost alone."""
+    f1s = [r.reward.f1 for r in group]
+    return max(f1s) - min(f1s) > 1e-9
 
 
 def checkpoints(output_dir: Path) -> list[Path]:
@@ -149,20 +174,41 @@ class AgentRL:
 
         return SummaryWriter(log_dir=str(self.cfg.output_dir / "tb"))
 
-    def rollouts(self, questions: list[TrainingQuestion], step: int) -> list[Rollout]:
+    def group(self, q: TrainingQuestion, index: int) -> list[Rollout]:
         g = self.cfg.grpo
-        self.engine.calls = step * 100_000  # a step's samples draw the same seeds on a resumed run
         return [
-            run_rollout(q, i, engine=self.engine, tokenizer=self.tokenizer, backend=self.backend,
+            run_rollout(q, index, engine=self.engine, tokenizer=self.tokenizer, backend=self.backend,
                         options=self.options, reward=self.cfg.env.reward, temperature=g.temperature)
-            for i, q in enumerate(questions) for _ in range(g.num_generations)
+            for _ in range(g.num_generations)
         ]  # fmt: skip
 
-    def step(self, questions: list[TrainingQuestion], step: int) -> dict[str, float]:
+    def gather(
+        self, stream: QuestionStream, per_step: int, step: int
+    ) -> tuple[list[TrainingQuestion], list[Rollout], list[Rollout]]:
+        """The step's sibling groups: ``per_step`` questions drawn, and with ``resample_flat`` up to that
+        many more in place of groups whose answers all scored the same F1. Returns the questions trained
+        on, their rollouts (group ``i`` for question ``i``) and every rollout drawn, trained first: the
+        logged reward is over all of them, so the curve is the policy's and not the filter's."""
+        g = self.cfg.grpo
+        self.engine.calls = step * 100_000  # a step's samples draw the same seeds on a resumed run
+        kept: list[tuple[TrainingQuestion, list[Rollout]]] = []
+        flat: list[tuple[TrainingQuestion, list[Rollout]]] = []
+        for n in range(per_step + g.resample_flat):
+            if len(kept) == per_step:
+                break
+            q = stream.draw()
+            group = self.group(q, n)
+            (kept if not g.resample_flat or informative(group) else flat).append((q, group))
+        ordered = kept + flat  # too few groups that differ: flat ones fill the batch (format, cost signal)
+        drawn = [replace(r, question=i) for i, (_, grp) in enumerate(ordered) for r in grp]
+        trained = drawn[: per_step * g.num_generations]
+        return [q for q, _ in ordered[:per_step]], trained, drawn
+
+    def step(self, stream: QuestionStream, per_step: int, step: int) -> dict[str, float]:
         """Rollouts, advantages, one update, the adapter exported: the step's metrics and times."""
         t0 = time.perf_counter()
         gen0 = self.engine.generate_s
-        rollouts = self.rollouts(questions, step)
+        questions, rollouts, drawn = self.gather(stream, per_step, step)
         save_rollouts(
             self.cfg.output_dir / "rollouts" / f"step-{step:05d}.json", questions, rollouts, self.tokenizer
         )
@@ -178,7 +224,12 @@ class AgentRL:
         sync = self.engine.sync(self.model)
         t4 = time.perf_counter()
         return {
-            **rollout_metrics(rollouts, self.cfg.grpo.num_generations), **update,
+            **rollout_metrics(drawn, self.cfg.grpo.num_generations), **update,
+            "rollout/groups_drawn": len(drawn) // self.cfg.grpo.num_generations,
+            "rollout/groups_informative": sum(
+                informative(drawn[i : i + self.cfg.grpo.num_generations])
+                for i in range(0, len(drawn), self.cfg.grpo.num_generations)
+            ),
             "learning_rate": self.cfg.grpo.learning_rate,
             "rollout/generate_s": self.engine.generate_s - gen0, "rollout/agent_s": t1 - t0,
             "advantage_s": t2 - t1, "train_s": t3 - t2, "rollout/adapter_save_s": sync.save_s,
@@ -215,7 +266,8 @@ class AgentRL:
 def _progress(step: int, total: int, m: dict[str, float], started: float, done: int) -> str:
     left = (time.perf_counter() - started) / max(1, done) * (total - step)
     return (f"step {step}/{total} · reward {m['reward']:.3f} · F1 {m['episode/f1']:.2f} · valid "
-            f"{m['episode/valid_call_rate']:.0%} · {m['step_time']:.0f} s (rollouts {m['rollout/agent_s']:.0f}, "
+            f"{m['episode/valid_call_rate']:.0%} · groups {m['rollout/groups_informative']} of "
+            f"{m['rollout/groups_drawn']} differ in F1 · {m['step_time']:.0f} s (rollouts {m['rollout/agent_s']:.0f}, "
             f"update {m['train_s']:.0f}, export {m['rollout/adapter_convert_s'] + m['rollout/adapter_load_s']:.0f})"
             f" · ETA {left / 60:.0f} min")  # fmt: skip
 
@@ -231,21 +283,23 @@ def run_agent_rl(cfg: RLRunConfig, questions: list[TrainingQuestion], backend: A
     cfg.output_dir.mkdir(parents=True, exist_ok=True)
     loop = AgentRL(cfg, backend)
     done = checkpoints(cfg.output_dir) if cfg.resume else []
-    start, resumed = 0, None
+    start, resumed, state = 0, None, {}
     if done:
         state = load_checkpoint(done[-1], loop.model, loop.optimizer)
         start, loop.s_batch, resumed = int(state["step"]), state.get("s_batch"), str(done[-1])
         print(f"resumed from {done[-1]} (step {start} of {g.max_steps})", flush=True)
+    stream = QuestionStream(questions, g.seed, drawn=int(state.get("drawn", start * per_step)))
     loop.engine.sync(loop.model)
     began, step = time.perf_counter(), start
     for step in range(start + 1, g.max_steps + 1):
-        metrics = loop.step(step_questions(questions, step - 1, per_step, g.seed), step)
+        metrics = loop.step(stream, per_step, step)
         loop.log(step, metrics)
         print(_progress(step, g.max_steps, metrics, began, step - start), flush=True)
+        saved = {"s_batch": loop.s_batch, "drawn": stream.drawn}
         if step % g.save_steps == 0 or step == g.max_steps:
-            save_checkpoint(cfg.output_dir, step, loop.model, loop.optimizer, {"s_batch": loop.s_batch})
+            save_checkpoint(cfg.output_dir, step, loop.model, loop.optimizer, saved)
         if g.max_train_minutes is not None and time.perf_counter() - began > g.max_train_minutes * 60:
-            save_checkpoint(cfg.output_dir, step, loop.model, loop.optimizer, {"s_batch": loop.s_batch})
+            save_checkpoint(cfg.output_dir, step, loop.model, loop.optimizer, saved)
             print(
                 f"stopped after step {step}: max_train_minutes {g.max_train_minutes} passed (resume continues)"
             )
