@@ -117,3 +117,29 @@ def test_prompt_without_gradient_keeps_the_logits_and_only_drops_the_prompt_key_
     flat = torch.cat([g.flatten() for g in cut]), torch.cat([g.flatten() for g in exact])
     assert not torch.allclose(*flat, atol=1e-6)  # the prompt's values carried gradient the cut drops
     assert float(torch.nn.functional.cosine_similarity(*flat, dim=0)) > 0.5
+
+
+def test_prompt_without_gradient_reuses_the_top_layers_prompt_prefix_exactly(lora_model) -> None:
+    """prompt_grad=False keeps the adapted layers' detached prompt keys and values from turn to turn (one
+    cache with the adapter, one without): logits, reference logits and gradients are those of a forward
+    that recomputes every prompt, and the shared prefixes are computed once."""
+    params = [p for p in lora_model.parameters() if p.requires_grad]
+
+    def run(fresh: bool) -> tuple[list[torch.Tensor], list[torch.Tensor], PrefixForward]:
+        lora_model.zero_grad(set_to_none=True)
+        forward, refs = PrefixForward(lora_model, prompt_grad=False), []
+        for ids in _turns():
+            if fresh:
+                forward = PrefixForward(lora_model, prompt_grad=False)
+            torch.log_softmax(forward.completion_logits(ids, 6), -1)[:, 3].sum().backward()
+            refs.append(forward.reference_logits(ids, 6))
+        return [p.grad.clone() for p in params], refs, forward
+
+    cached, cached_refs, forward = run(fresh=False)
+    recomputed, fresh_refs, _ = run(fresh=True)
+    assert all(torch.allclose(a, b, atol=1e-5, rtol=1e-4) for a, b in zip(cached, recomputed, strict=True))
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(cached_refs, fresh_refs, strict=True))
+    assert any(bool(g.abs().sum() > 0) for g in cached)
+    assert forward.top_reused >= 2 * 3 * 40  # the 40-token prefix, with and without the adapter
+    with torch.no_grad(), lora_model.disable_adapter():
+        assert torch.allclose(cached_refs[-1], _plain(lora_model, _turns()[-1], 6), atol=1e-5)

@@ -15,7 +15,10 @@ prompt without gradients too (their keys and values cached, detached), and with 
 positions that predict the sampled call, attending to that cache. The loss is unchanged; the gradient
 drops the terms that flow through the prompt's top-layer keys and values (an approximation whose cosine
 to the exact gradient ``bench/rl_update.py`` reports), and the backward shrinks from the whole turn
-(~2,000 positions) to its call (~40).
+(~2,000 positions) to its call (~40). Those detached prompt keys and values are then kept from turn to
+turn like the bottom layers' (one cache with the adapter, one without it for the reference): the weights
+do not change within an update, so a shared prompt prefix is the same there too, and the top layers run
+without gradients over each turn's new prompt positions only.
 """
 
 from __future__ import annotations
@@ -67,9 +70,13 @@ class PrefixForward:
         self._cache: Any = None
         self.evaluated = 0  # bottom-layer positions computed (the rest came from the cache)
         self.reused = 0
+        self._reference = False  # inside reference_logits: the adapter is off
+        self._top_caches: dict[bool, tuple[list[int], Any]] = {}  # prompt_grad=False: per adapter state
+        self.top_evaluated = 0  # top-layer prompt positions computed without gradients
+        self.top_reused = 0
 
     def reset(self) -> None:
-        self._ids, self._states, self._cache = [], None, None
+        self._ids, self._states, self._cache, self._top_caches = [], None, None, {}
 
     def _bottom(self, ids: list[int]) -> torch.Tensor:
         """(T, H) states entering layer ``split`` for ``ids``, no gradient, reusing the common prefix."""
@@ -124,8 +131,12 @@ class PrefixForward:
         None when the model has no adapter. The bottom states come from the cache."""
         if not hasattr(self.model, "disable_adapter"):
             return None
-        with torch.no_grad(), self.model.disable_adapter():
-            return self._logits(ids, n)
+        self._reference = True
+        try:
+            with torch.no_grad(), self.model.disable_adapter():
+                return self._logits(ids, n)
+        finally:
+            self._reference = False
 
     def _logits(self, ids: list[int], n: int) -> torch.Tensor:
         if self.split == 0:  # no frozen layers to cache: the model's own forward
@@ -150,24 +161,59 @@ class PrefixForward:
             return _head(self.model)(h)[0].float()
 
     def _top_detached(self, h: torch.Tensor, n: int) -> torch.Tensor:
-        """The top layers over the prompt without gradients (keys and values cached), then with gradients
-        at the ``n`` positions predicting the call only."""
-        from transformers import DynamicCache
+        """The top layers over the prompt without gradients (keys and values cached, the previous turn's
+        common prefix reused), then with gradients at the ``n`` positions predicting the call only."""
+        start = h.shape[1] - n - 1  # the position predicting the call's first token
+        prompt = self._ids[:start]
+        cached, cache = self._top_caches.get(self._reference, ([], None))
+        keep = _common_prefix(cached, prompt)
+        if cache is None or keep == 0:
+            cache, keep = _empty_cache(), 0
+        else:
+            _cut(cache, self.split, keep)
+        self.top_evaluated += start - keep
+        self.top_reused += keep
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            if start > keep:
+                with torch.no_grad():
+                    self._top_layers(h[:, keep:start], keep, cache)
+            part = self._top_layers(h[:, start:-1], start, cache)
+            logits = _head(self.model)(self.stack.norm(part))[0].float()
+        _cut(cache, self.split, start)  # the call's keys and values hold its graph: the prompt's stay
+        self._top_caches[self._reference] = (prompt, cache)
+        return logits
+
+    def _top_layers(self, part: torch.Tensor, past: int, cache: Any) -> torch.Tensor:
+        """The adapted layers over ``part`` (positions from ``past``), attending to and extending ``cache``."""
         from transformers.masking_utils import create_causal_mask
 
-        start = h.shape[1] - n - 1  # the position predicting the call's first token
-        cache = DynamicCache()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
-            for part, grad in ((h[:, :start], False), (h[:, start:-1], True)):
-                if part.shape[1] == 0:
-                    continue
-                past = cache.get_seq_length(self.split)  # 0, then the prompt's length
-                pos = torch.arange(past, past + part.shape[1])
-                pe = self.stack.rotary_emb(part, pos[None])
-                mask = create_causal_mask(config=self.stack.config, inputs_embeds=part, attention_mask=None,
-                                          cache=cache, position_ids=pos[None], layer_idx=self.split)  # fmt: skip
-                with torch.set_grad_enabled(grad and torch.is_grad_enabled()):
-                    for layer in self.stack.layers[self.split :]:
-                        part = layer(part, attention_mask=mask, position_embeddings=pe, position_ids=pos[None],
-                                     cache=cache, use_cache=True)  # fmt: skip
-            return _head(self.model)(self.stack.norm(part))[0].float()
+        pos = torch.arange(past, past + part.shape[1])[None]
+        pe = self.stack.rotary_emb(part, pos)
+        mask = create_causal_mask(config=self.stack.config, inputs_embeds=part, attention_mask=None, cache=cache,
+                                  position_ids=pos, layer_idx=self.split)  # fmt: skip
+        for layer in self.stack.layers[self.split :]:
+            part = layer(part, attention_mask=mask, position_embeddings=pe, position_ids=pos, cache=cache,
+                         use_cache=True)  # fmt: skip
+        return part
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    keep, limit = 0, min(len(a), len(b))
+    while keep < limit and a[keep] == b[keep]:
+        keep += 1
+    return keep
+
+
+def _empty_cache() -> Any:
+    from transformers import DynamicCache
+
+    return DynamicCache()
+
+
+def _cut(cache: Any, split: int, length: int) -> None:
+    """Keep the first ``length`` positions of the adapted layers' keys and values, detached from any graph
+    (a slice of the call's keys would keep its backward alive and reach into the next turn's)."""
+    for layer in cache.layers[split:]:
+        if layer.is_initialized and layer.keys is not None and layer.keys.numel():
+            layer.keys = layer.keys[..., :length, :].detach()
+            layer.values = layer.values[..., :length, :].detach()

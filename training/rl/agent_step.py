@@ -128,6 +128,8 @@ def policy_update(model: Any, optimizer: Any, rollouts: list[Rollout], advs: Tur
         "kl": stats.kl_sum / n if stats.tokens else math.nan,
         "train/turns": float(stats.turns), "train/tokens": float(stats.tokens),
         "train/prefix_reused": forward.reused / max(1, forward.reused + forward.evaluated),
+        **({} if prompt_grad else {"train/top_prefix_reused": forward.top_reused / max(
+            1, forward.top_reused + forward.top_evaluated)}),
     }  # fmt: skip
 
 
