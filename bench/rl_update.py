@@ -79,14 +79,16 @@ def main() -> None:
         rows.append((MODES[mode][0], time.perf_counter() - t0, out, capture.grad))
     base, exact = rows[0][1], rows[0][3]
     print(f"{args.step.name}: {len(rollouts)} rollouts, load {os.getloadavg()[0]:.2f}\n")
-    print("| update | s | turns | tokens | bottom positions cached | loss | grad norm | grad cosine | speed |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| update | s | turns | tokens | bottom positions cached | top prompt positions cached | loss | grad norm "
+          "| grad cosine | speed |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, s, out, grad in rows:
         cos = float(torch.nn.functional.cosine_similarity(grad, exact, dim=0))
+        top = out.get("train/top_prefix_reused")
         print(
             f"| {name} | {s:.1f} | {out['train/turns']:.0f} | {out['train/tokens']:.0f} | "
-            f"{out['train/prefix_reused']:.0%} | {out['loss']:.5f} | {out['grad_norm']:.5f} | {cos:.4f} | "
-            f"{base / s:.2f}x |"
+            f"{out['train/prefix_reused']:.0%} | {'–' if top is None else f'{top:.0%}'} | {out['loss']:.5f} | "
+            f"{out['grad_norm']:.5f} | {cos:.4f} | {base / s:.2f}x |"
         )
 
 
