@@ -14,6 +14,7 @@ the longest common prefix, so an agent's turns reuse the system prompt, tools an
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,9 +76,10 @@ class LlamaCppTokenGenerator:
 
     def generate(
         self, ids: list[int], max_new: int, temperature: float | None, seed: int | None = None,
-        logprobs: list[float] | None = None,
+        logprobs: list[float] | None = None, stop: Callable[[list[int]], bool] | None = None,
     ) -> list[int]:  # fmt: skip
-        """New ids after ``ids``; with a temperature the sampler is seeded with ``seed`` (default: the
+        """New ids after ``ids``, up to an end-of-turn id, ``max_new`` ids or the first for which
+        ``stop(new ids)`` holds; with a temperature the sampler is seeded with ``seed`` (default: the
         generator's own), so a caller drawing several samples of one prompt passes one seed per sample.
         ``logprobs``, when given, receives log p(token) of each new id under the model's untempered
         distribution (the logits llama.cpp sampled from; RL's shaping reads them as surprise)."""
@@ -98,7 +100,7 @@ class LlamaCppTokenGenerator:
             out.append(int(tok))
             if logprobs is not None:
                 logprobs.append(self._last_logprob(int(tok)))
-            if tok in self.eos_ids or len(out) >= max_new:
+            if tok in self.eos_ids or len(out) >= max_new or (stop is not None and stop(out)):
                 break
         return out
 

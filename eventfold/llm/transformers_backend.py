@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from typing import Any, Literal
 
 import torch
@@ -70,6 +71,43 @@ def hf_tools(tools: list[ToolSpec] | None) -> list[dict[str, Any]] | None:
 
 
 _PROBE_TOOL = "zq_probe_tool"
+
+
+def call_closed(text: str) -> bool:
+    """Whether ``text`` (a reply from the tool-call opener on) holds a whole JSON object: its first ``{``
+    closed again outside strings. A forced call's generation stops there: whatever the model writes after
+    its call is no part of it. The packaged 0.5B student, its output row for the template's closing tag
+    barely trained, gave that tag 2e-4 after the call and sampled a random token instead (then its
+    end-of-turn), a token RL then trained on at log-prob -9; greedy, it wrote more turns to the length cap."""
+    depth, in_string, escaped = 0, False, False
+    for ch in text:
+        if escaped:
+            escaped = False
+        elif in_string:
+            escaped, in_string = ch == "\\", ch != '"'
+        elif ch == '"':
+            in_string = depth > 0
+        elif ch == "{":
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                return True
+    return False
+
+
+StopFn = Callable[[list[int]], bool]
+
+
+class _StopCriterion:
+    """transformers' stopping criterion from a predicate over the new ids (one sequence)."""
+
+    def __init__(self, stop: StopFn, prompt_len: int) -> None:
+        self.stop, self.prompt_len = stop, prompt_len
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        done = self.stop(input_ids[0, self.prompt_len :].tolist())
+        return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
 
 
 def call_opener_ids(tokenizer: Any) -> list[int]:
@@ -200,9 +238,12 @@ class HFChatModel:
             if self._opener is None:
                 self._opener = call_opener_ids(self.tokenizer)
             forced = self._opener
+        stop = None
+        if forced:  # the call ends where its JSON object closes (``call_closed``)
+            stop = lambda out: call_closed(self.tokenizer.decode(forced + out, skip_special_tokens=False))  # noqa: E731
         with self._lock, torch.no_grad():
             reused = self.reused_tokens
-            new_ids = self._generate(ids + forced, max_tokens or self.max_new_tokens, temperature)
+            new_ids = self._generate(ids + forced, max_tokens or self.max_new_tokens, temperature, stop)
             evaluated = len(ids) + len(forced) - (self.reused_tokens - reused)
         text = self.tokenizer.decode(forced + new_ids, skip_special_tokens=False)
         message = self._parse(text, prompt)
@@ -210,14 +251,17 @@ class HFChatModel:
         eos = self.tokenizer.eos_token_id
         return ChatResponse(
             message=message, usage=usage, model=self.name,
-            finish_reason="stop" if new_ids and new_ids[-1] == eos else "length",
+            finish_reason="stop" if new_ids and (new_ids[-1] == eos or (stop is not None and stop(new_ids))) else "length",
         )
 
-    def _generate(self, ids: list[int], max_new: int, temperature: float | None) -> list[int]:
-        """New token ids after ``ids``; with prefix reuse, only the tokens after the longest common
-        prefix with the previous call's are evaluated (its cache is cut there)."""
+    def _generate(
+        self, ids: list[int], max_new: int, temperature: float | None, stop: StopFn | None = None
+    ) -> list[int]:
+        """New token ids after ``ids``, up to the first for which ``stop(new ids)`` holds; with prefix reuse,
+        only the tokens after the longest common prefix with the previous call's are evaluated (its cache
+        is cut there)."""
         if self.generator is not None:
-            return self.generator.generate(ids, max_new, temperature)
+            return self.generator.generate(ids, max_new, temperature, stop=stop)
         greedy = not temperature
         kw: dict[str, Any] = {}
         if self.reuse_prefix:
@@ -247,6 +291,7 @@ class HFChatModel:
             top_p=None,
             top_k=None,
             pad_token_id=self.tokenizer.pad_token_id,
+            stopping_criteria=None if stop is None else [_StopCriterion(stop, len(ids))],
             **kw,
         )
         full = out[0].tolist()

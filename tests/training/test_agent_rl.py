@@ -150,7 +150,7 @@ def test_sampled_turns_sample_every_call_and_keep_prompt_and_tokens() -> None:
         def __init__(self) -> None:
             self.temps: list[float | None] = []
 
-        def generate(self, ids, max_new, temperature, logprobs=None):
+        def generate(self, ids, max_new, temperature, logprobs=None, stop=None):
             self.temps.append(temperature)
             logprobs.extend([-1.0, -2.0])
             return [7, 8]

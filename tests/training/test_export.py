@@ -86,9 +86,14 @@ class ScriptedGenerator:
         self.prompts: list[list[int]] = []
         self.reused_tokens = 7
 
-    def generate(self, ids: list[int], max_new: int, temperature: float | None) -> list[int]:
+    def generate(self, ids: list[int], max_new: int, temperature: float | None, stop=None) -> list[int]:
         self.prompts.append(ids)
-        return self.reply_ids[:max_new]
+        out = []
+        for tok in self.reply_ids[:max_new]:  # as the real generator: up to where ``stop`` holds
+            out.append(tok)
+            if stop is not None and stop(out):
+                break
+        return out
 
 
 def test_a_generator_replaces_the_torch_model_in_the_same_format(tiny_model_dir) -> None:
@@ -108,6 +113,30 @@ def test_a_generator_replaces_the_torch_model_in_the_same_format(tiny_model_dir)
     assert resp.finish_reason == "stop" and chat.reused_tokens == 7
     with pytest.raises(LLMError, match="tokenizer-only"):
         HFChatModel(tok).chat(msgs)
+
+
+def test_a_forced_call_ends_where_its_json_closes(tiny_model_dir) -> None:
+    """With the call opener forced, generation stops at the token that closes the call's JSON object:
+    the random token a student wrote after it (and its end-of-turn) is neither generated nor parsed."""
+    from trl.chat_template_utils import add_response_schema
+
+    from eventfold.llm.transformers_backend import call_closed, call_opener_ids
+    from training.common.loading import load_tokenizer
+
+    tok = add_response_schema(load_tokenizer(tiny_model_dir))
+    opener = call_opener_ids(tok)
+    call = 'search", "arguments": {"query": "a {brace} and a \\"quote}\\""}}\n'
+    gen = ScriptedGenerator(tok(call + "junk words<|im_end|>", add_special_tokens=False).input_ids)
+    chat = HFChatModel(tok, None, name="tiny-gguf", generator=gen)
+    msgs = [Message(role="system", content="s"), Message(role="user", content="When was the storm?")]
+    resp = chat.chat(msgs, tools=[SEARCH], tool_choice="required", temperature=0.0)
+    assert resp.tool_calls[0].arguments == {"query": 'a {brace} and a "quote}"'}
+    assert tok.decode(opener) + call == tok.decode(opener + tok(call, add_special_tokens=False).input_ids)
+    n_call = len(tok(call, add_special_tokens=False).input_ids)  # the closing newline may be a token of its own
+    assert resp.usage.completion_tokens in (n_call - 1, n_call)
+    assert resp.finish_reason == "stop"
+    assert not call_closed('<tool_call>\n{"name": "search", "arguments": {"query": "}}"')
+    assert call_closed('<tool_call>\n{"name": "x", "arguments": {}}') and not call_closed("no call here }")
 
 
 def test_settings_asking_for_llama_cpp_without_an_export_fail_clearly(tiny_model_dir) -> None:

@@ -12,6 +12,7 @@ replaced by their blocks, the status line, the tools) and the tokens the policy 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,9 +47,11 @@ class SampledTurns:
         generator = getattr(self.engine, "_generator", None)
         return int(getattr(generator, "reused_tokens", 0))
 
-    def generate(self, ids: list[int], max_new: int, temperature: float | None) -> list[int]:
+    def generate(
+        self, ids: list[int], max_new: int, temperature: float | None, stop: Callable[[list[int]], bool] | None = None
+    ) -> list[int]:
         logprobs: list[float] = []
-        out = self.engine.generate(ids, max_new, self.temperature, logprobs=logprobs)
+        out = self.engine.generate(ids, max_new, self.temperature, logprobs=logprobs, stop=stop)
         self.turns.append(SampledTurn(list(ids), list(out), logprobs))
         return out
 

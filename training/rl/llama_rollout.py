@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,8 +83,9 @@ class LoraRolloutEngine:
         return done
 
     def generate(
-        self, ids: list[int], max_new: int, temperature: float | None, logprobs: list[float] | None = None
-    ) -> list[int]:
+        self, ids: list[int], max_new: int, temperature: float | None, logprobs: list[float] | None = None,
+        stop: Callable[[list[int]], bool] | None = None,
+    ) -> list[int]:  # fmt: skip
         """One sample; every call draws with its own seed (siblings of one prompt must differ);
         ``logprobs`` receives the sampled ids' log-probs (``LlamaCppTokenGenerator.generate``)."""
         if self._generator is None:
@@ -91,7 +93,7 @@ class LoraRolloutEngine:
         self.calls += 1
         seed = None if self.seed is None else self.seed + self.calls
         t0 = time.perf_counter()
-        out = self._generator.generate(ids, max_new, temperature, seed=seed, logprobs=logprobs)
+        out = self._generator.generate(ids, max_new, temperature, seed=seed, logprobs=logprobs, stop=stop)
         self.generate_s += time.perf_counter() - t0
         self.generated_tokens += len(out)
         return out
