@@ -91,10 +91,6 @@ class OptimSection(_Strict):
     logging_steps: int = Field(1, ge=1)
     save_steps: int = Field(50, ge=1)
     save_total_limit: int = Field(2, ge=1)
-    resample_flat: int = Field(
-        0, ge=0, description="agent-turn RL: up to this many more questions drawn per step in place of sibling groups "
-        "whose rollouts all score the same answer F1 (DAPO's dynamic sampling); 0 trains on the questions drawn"
-    )
     seed: int = 0
     max_train_minutes: float | None = Field(None, gt=0, description="stop after the step that passes this wall time")
 

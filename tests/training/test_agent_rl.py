@@ -8,7 +8,7 @@ import torch
 
 from training.rl.advantages import EstimatorContext
 from training.rl.agent_rollout import Rollout, SampledTurn, SampledTurns
-from training.rl.agent_run import AgentRL, QuestionStream, step_questions
+from training.rl.agent_run import AgentRL, QuestionStream
 from training.rl.agent_step import policy_update, rollout_advantages, rollout_metrics
 from training.rl.rewards import EpisodeOutcome, RewardBreakdown
 from training.rl.siras import SirasConfig
@@ -91,11 +91,12 @@ def test_metrics_count_valid_turns_over_all_turns_and_zero_std_groups() -> None:
     assert m["frac_reward_zero_std"] == 0.5 and m["episode/answered"] == 0.75
 
 
-def test_step_questions_cover_the_set_before_repeating() -> None:
+def test_the_stream_covers_the_set_before_repeating() -> None:
     qs = [TrainingQuestion(id=str(i), question=f"q{i}?", golds=["a"]) for i in range(5)]
-    seen = [q.id for step in range(5) for q in step_questions(qs, step, 1, seed=0)]
+    stream = QuestionStream(qs, seed=0)
+    seen = [stream.draw().id for _ in range(5)]
     assert sorted(seen) == [str(i) for i in range(5)]
-    assert step_questions(qs, 5, 1, seed=0) == step_questions(qs, 0, 1, seed=0)
+    assert stream.draw().id == seen[0]
 
 
 def test_a_resumed_stream_draws_on_where_the_saved_count_stopped() -> None:
@@ -104,7 +105,6 @@ def test_a_resumed_stream_draws_on_where_the_saved_count_stopped() -> None:
     run = [first.draw().id for _ in range(10)]
     resumed = QuestionStream(qs, seed=3, drawn=4)
     assert [resumed.draw().id for _ in range(6)] == run[4:]
-    assert [q.id for q in step_questions(qs, 2, 2, seed=3)] == run[4:6]  # the same order as without a stream
 
 
 def _loop_with_groups(f1s_by_question: dict[str, list[float]], resample_flat: int) -> AgentRL:

@@ -83,10 +83,7 @@ class PrefixForward:
         from transformers import DynamicCache
         from transformers.masking_utils import create_causal_mask
 
-        keep = 0
-        limit = min(len(self._ids), len(ids) - 1)
-        while keep < limit and self._ids[keep] == ids[keep]:
-            keep += 1
+        keep = _common_prefix(self._ids, ids[:-1])  # the last id is always evaluated: its state is needed
         if self._cache is None or keep == 0:
             self._cache, keep, prefix = DynamicCache(), 0, None
         else:

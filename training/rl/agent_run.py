@@ -43,14 +43,6 @@ from training.sft.data import TrainingQuestion
 STATE_FILE = "agent_rl_state.json"
 
 
-def step_questions(
-    questions: list[TrainingQuestion], step: int, per_step: int, seed: int
-) -> list[TrainingQuestion]:
-    """The training questions of ``step``: a seeded shuffle, ``per_step`` at a time, wrapping round."""
-    stream = QuestionStream(questions, seed, drawn=step * per_step)
-    return [stream.draw() for _ in range(per_step)]
-
-
 class QuestionStream:
     """The training questions in one seeded order, drawn one at a time and wrapping round. ``drawn`` is
     saved with each checkpoint, so a resumed run draws on where it stopped even when a step drew more
