@@ -33,6 +33,13 @@ StepsOpt = Annotated[
     typer.Option("--max-steps", min=1, help="stop after this step (overrides [grpo] max_steps); a run resumed at or "
                  "past it trains nothing and saves its last checkpoint's model as final"),
 ]
+SeedOpt = Annotated[
+    int | None, typer.Option("--seed", help="the run's seed (overrides [grpo] seed); give it its own --output-dir")
+]
+OutOpt = Annotated[
+    Path | None,
+    typer.Option("--output-dir", help="where checkpoints, log and final go (overrides output_dir): one folder per seed"),
+]
 DryOpt = Annotated[bool, typer.Option("--dry-run", help="validate config, data and launch files; do not train")]
 
 
@@ -101,17 +108,17 @@ def sft_cmd(config: ConfigOpt, dry_run: DryOpt = False) -> None:
 @app.command("rl")
 @needs_extras("eventfold train rl")
 def rl_cmd(config: ConfigOpt, dry_run: DryOpt = False, report_to: ReportOpt = None, resume: ResumeOpt = None,
-           max_steps: StepsOpt = None) -> None:  # fmt: skip
+           max_steps: StepsOpt = None, seed: SeedOpt = None, output_dir: OutOpt = None) -> None:  # fmt: skip
     """GRPO with SIRAS advantages in the multi-turn research environment."""
     from training.config import ConfigError
     from training.launch import check_rl_launch, rl_override_args, rl_overrides, train_rl
 
     try:
-        cfg = rl_overrides(_load(config, "rl"), report_to, resume, max_steps)
+        cfg = rl_overrides(_load(config, "rl"), report_to, resume, max_steps, seed, output_dir)
     except (ConfigError, ValueError) as exc:
         fail("config error:", exc, code=2)
     check = check_rl_launch(cfg, config)
-    check.command += rl_override_args(report_to, resume, max_steps)
+    check.command += rl_override_args(report_to, resume, max_steps, seed, output_dir and cfg.output_dir)
     if dry_run:
         _report_check(check)
         return

@@ -180,22 +180,29 @@ def check_sft(cfg: SFTRunConfig) -> LaunchCheck:
 
 
 def rl_overrides(
-    cfg: RLRunConfig, report_to: str | None = None, resume: bool | None = None, max_steps: int | None = None
+    cfg: RLRunConfig, report_to: str | None = None, resume: bool | None = None, max_steps: int | None = None,
+    seed: int | None = None, output_dir: Path | None = None,
 ) -> RLRunConfig:
-    """``cfg`` with the command line's ``--report-to`` / ``--resume`` / ``--max-steps`` (None: the config's),
-    re-validated. A smaller ``max_steps`` than a checkpoint holds ends a resumed run there: it trains no
-    step and saves the checkpoint's model as ``final`` (a long run stopped early still serves)."""
-    updates: dict[str, Any] = {k: v for k, v in (("report_to", report_to), ("resume", resume)) if v is not None}
-    if max_steps is not None:
-        updates["grpo"] = {**cfg.grpo.model_dump(), "max_steps": max_steps}
+    """``cfg`` with the command line's ``--report-to`` / ``--resume`` / ``--max-steps`` / ``--seed`` /
+    ``--output-dir`` (None: the config's), re-validated. A smaller ``max_steps`` than a checkpoint holds ends
+    a resumed run there: it trains no step and saves the checkpoint's model as ``final`` (a long run stopped
+    early still serves). Another seed of a config goes to its own ``--output-dir``: resuming the first
+    seed's checkpoints with it is refused (``training.rl.resume``)."""
+    out = output_dir.expanduser().resolve() if output_dir is not None else None  # as given on the command line
+    updates: dict[str, Any] = {k: v for k, v in (("report_to", report_to), ("resume", resume), ("output_dir", out))
+                               if v is not None}  # fmt: skip
+    grpo = {k: v for k, v in (("max_steps", max_steps), ("seed", seed)) if v is not None}
+    if grpo:
+        updates["grpo"] = {**cfg.grpo.model_dump(), **grpo}
     return RLRunConfig.model_validate({**dict(cfg), **updates}) if updates else cfg
 
 
-def rl_override_args(report_to: str | None = None, resume: bool | None = None, max_steps: int | None = None) -> list[str]:
+def rl_override_args(report_to: str | None = None, resume: bool | None = None, max_steps: int | None = None,
+                     seed: int | None = None, output_dir: Path | None = None) -> list[str]:  # fmt: skip
     """The same overrides as ``training.launch`` arguments (for the ``accelerate launch`` command)."""
-    return ([] if report_to is None else ["--report-to", report_to]) + (
-        [] if resume is None else ["--resume" if resume else "--no-resume"]) + (
-        [] if max_steps is None else ["--max-steps", str(max_steps)])
+    pairs = (("--report-to", report_to), ("--max-steps", max_steps), ("--seed", seed), ("--output-dir", output_dir))
+    resume_arg = [] if resume is None else ["--resume" if resume else "--no-resume"]
+    return [a for flag, v in pairs if v is not None for a in (flag, str(v))] + resume_arg
 
 
 def train_rl(cfg: RLRunConfig) -> Any:
@@ -249,6 +256,7 @@ def check_rl_launch(cfg: RLRunConfig, config_path: Path | None = None) -> Launch
     problems: list[str] = []
     notes: list[str] = []
     _check_model_and_questions(cfg, problems, notes)
+    _check_resume(cfg, problems)
     world = cfg.launch.num_processes
     if cfg.launch.accelerate_config is not None:
         world = _accelerate_checks(cfg.launch.accelerate_config, cfg, problems, notes)
@@ -274,6 +282,16 @@ def _check_model_and_questions(cfg: RLRunConfig, problems: list[str], notes: lis
         else:
             problems.append(message + " and build_tiny is off")
     _check_questions(cfg.questions, problems, notes)
+
+
+def _check_resume(cfg: RLRunConfig, problems: list[str]) -> None:
+    from training.rl.resume import check_resume
+    from training.rl.run import resume_point
+
+    try:
+        check_resume(cfg, resume_point(cfg).checkpoint)
+    except ValueError as exc:
+        problems.append(f"resume: {exc}")
 
 
 def _check_generation_batch(cfg: RLRunConfig, world: int, problems: list[str], notes: list[str]) -> None:
@@ -342,9 +360,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--report-to", choices=["none", "tensorboard"], default=None, help="rl: override report_to")
     p.add_argument("--resume", action=argparse.BooleanOptionalAction, default=None, help="rl: override resume")
     p.add_argument("--max-steps", type=int, default=None, help="rl: override [grpo] max_steps")
+    p.add_argument("--seed", type=int, default=None, help="rl: override [grpo] seed")
+    p.add_argument("--output-dir", type=Path, default=None, help="rl: override output_dir")
     a = p.parse_args(argv)
     if a.what == "rl":
-        cfg = rl_overrides(load_config(a.config, RLRunConfig), a.report_to, a.resume, a.max_steps)
+        cfg = rl_overrides(load_config(a.config, RLRunConfig), a.report_to, a.resume, a.max_steps, a.seed, a.output_dir)
         print(train_rl(cfg).model_dump_json(indent=1))
     elif a.what == "sft":
         print(train_sft(load_config(a.config, SFTRunConfig)).model_dump_json(indent=1))

@@ -12,7 +12,9 @@ from test_rl_run import _cfg, patch_generate
 
 from training.common.loading import load_model_and_tokenizer
 from training.curves import CURVES, main, plot_runs, run_label
-from training.launch import rl_override_args, rl_overrides
+from training.config import ConfigError
+from training.launch import check_rl_launch, rl_override_args, rl_overrides
+from training.rl.result import RUN_CONFIG
 from training.rl.run import require_report_backend, resume_point, run_rl, tensorboard_dir
 from training.sft.data import TrainingQuestion
 
@@ -63,6 +65,16 @@ def test_no_resume_starts_at_step_zero_and_the_default_resumes(tmp_path, tiny_mo
     assert res.global_step == 2 and res.resumed_from == point.checkpoint
     steps = [x["step"] for x in map(json.loads, res.log_path.read_text().splitlines()) if "reward" in x]
     assert steps == [1, 2]  # step 1 from the checkpoint's history, step 2 trained now
+    # another seed (or estimator) would continue this run's checkpoints: refused before anything is written
+    other = rl_overrides(longer, seed=7, max_steps=3)
+    with pytest.raises(ConfigError, match=r"grpo\.seed: 0 -> 7") as refused:
+        run_rl(other, questions, lexical_backend)
+    assert "max_steps" not in str(refused.value)  # a longer run is the same run
+    assert json.loads((longer.output_dir / RUN_CONFIG).read_text())["grpo"]["seed"] == 0
+    assert "grpo.seed" in " ".join(check_rl_launch(other).problems)
+    apart = rl_overrides(longer, seed=7, output_dir=tmp_path / "seed7")
+    assert resume_point(apart).checkpoint is None
+    assert not [p for p in check_rl_launch(apart).problems if p.startswith("resume")]
     fresh = rl_overrides(longer, resume=False)
     assert not fresh.resume and resume_point(fresh).checkpoint is None and resume_point(fresh).remaining == 2
     res = _run(fresh, tiny_model_dir, questions, lexical_backend)
@@ -98,6 +110,10 @@ def test_overrides_and_their_launch_arguments(tmp_path, tiny_model_dir) -> None:
     short = rl_overrides(cfg, max_steps=4)
     assert short.grpo.max_steps == 4 and short.grpo.learning_rate == cfg.grpo.learning_rate
     assert rl_override_args(max_steps=4) == ["--max-steps", "4"]
+    seeded = rl_overrides(cfg, seed=3, output_dir=Path("~/runs/seed3"))
+    assert seeded.grpo.seed == 3 and seeded.output_dir == Path.home() / "runs" / "seed3"
+    assert seeded.grpo.learning_rate == cfg.grpo.learning_rate and cfg.grpo.seed == 0
+    assert rl_override_args(seed=3, output_dir=seeded.output_dir) == ["--seed", "3", "--output-dir", str(seeded.output_dir)]
     with pytest.raises(ValueError, match="max_steps"):
         rl_overrides(cfg, max_steps=0)
     with pytest.raises(ValueError, match="report_to"):

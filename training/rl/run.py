@@ -53,6 +53,7 @@ from training.rl.env import ResearchEnv, research_reward
 from training.rl.opener import force_call_opener, opener_text
 from training.rl.pipeline.research import run_rl_async
 from training.rl.result import RUN_CONFIG, RLResult
+from training.rl.resume import check_resume
 from training.rl.schedule import Scheduler, cluster_questions
 from training.rl.tool_parse import with_text_call_repair
 from training.sft.data import TrainingQuestion
@@ -350,6 +351,7 @@ def save_run_config(cfg: RLRunConfig) -> None:
 
 def run_rl(cfg: RLRunConfig, questions: list[TrainingQuestion], backend: Any, **model_kw: Any) -> RLResult:
     require_report_backend(cfg.report_to)
+    check_resume(cfg, resume_point(cfg).checkpoint)  # before the saved config is overwritten
     save_run_config(cfg)
     from training.rl.configs import load_rollout_settings
 

@@ -1,0 +1,55 @@
+"""What a resumed RL run must share with the run whose checkpoints it continues.
+
+A run resumes from the last checkpoint in its ``output_dir``. Continuing another run's checkpoints
+under a different seed, estimator, learning rate, model or question set would mix two runs into one log
+and one curve without a word, so a resume whose config differs from the saved ``run_config.json`` in
+anything but how long and how visibly it runs is refused, naming each difference.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from training.config import ConfigError, RLRunConfig
+from training.rl.result import RUN_CONFIG
+
+# how long the run goes on, how it reports, where its folder now is: a resumed run may change these
+FREE = frozenset({"output_dir", "resume", "report_to", "grpo.max_steps", "grpo.max_train_minutes", "grpo.save_steps",
+                  "grpo.logging_steps"})  # fmt: skip
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out.update(_flat(item, f"{prefix}{key}."))
+        return out
+    return {prefix[:-1]: value}
+
+
+def resume_conflicts(saved: dict[str, Any], cfg: RLRunConfig) -> list[str]:
+    """``key: saved -> now`` for each setting ``cfg`` changes from the saved run config. A key only one
+    side has (a setting added to the config schema since the run started) is not a conflict."""
+    old, new = _flat(saved), _flat(cfg.model_dump(mode="json"))
+    return [f"{key}: {old[key]!r} -> {new[key]!r}" for key in sorted(old.keys() & new.keys())
+            if key not in FREE and old[key] != new[key]]  # fmt: skip
+
+
+def check_resume(cfg: RLRunConfig, checkpoint: str | None) -> None:
+    """ConfigError when ``cfg`` would resume ``checkpoint`` of a run saved with other settings."""
+    path = Path(cfg.output_dir) / RUN_CONFIG
+    if checkpoint is None or not path.is_file():
+        return
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path} cannot be read ({exc}); resume with a readable run config or --no-resume") from exc
+    conflicts = resume_conflicts(saved, cfg)
+    if conflicts:
+        shown = "; ".join(conflicts[:8]) + (f" (+{len(conflicts) - 8} more)" if len(conflicts) > 8 else "")
+        raise ConfigError(
+            f"{cfg.output_dir} holds checkpoints of a run with other settings ({shown}); resuming would mix the "
+            f"two runs. Train into another folder (--output-dir) or start over there (--no-resume)"
+        )
