@@ -30,11 +30,11 @@ ResumeOpt = Annotated[
 ]
 StepsOpt = Annotated[
     int | None,
-    typer.Option("--max-steps", min=1, help="stop after this step (overrides [grpo] max_steps); a run resumed at or "
+    typer.Option("--max-steps", min=1, help="stop after this step (overrides grpo.max_steps); a run resumed at or "
                  "past it trains nothing and saves its last checkpoint's model as final"),
 ]
 SeedOpt = Annotated[
-    int | None, typer.Option("--seed", help="the run's seed (overrides [grpo] seed); give it its own --output-dir")
+    int | None, typer.Option("--seed", help="the run's seed (overrides grpo.seed); give it its own --output-dir")
 ]
 OutOpt = Annotated[
     Path | None,
