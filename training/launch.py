@@ -289,7 +289,11 @@ def _check_resume(cfg: RLRunConfig, problems: list[str]) -> None:
     from training.rl.run import resume_point
 
     try:
-        check_resume(cfg, resume_point(cfg).checkpoint)
+        checkpoint = resume_point(cfg).checkpoint
+    except (ValueError, OSError):  # an unknown rollout config: _check_rollout reports it
+        return
+    try:
+        check_resume(cfg, checkpoint)
     except ValueError as exc:
         problems.append(f"resume: {exc}")
 

@@ -11,8 +11,8 @@ import pytest
 from test_rl_run import _cfg, patch_generate
 
 from training.common.loading import load_model_and_tokenizer
-from training.curves import CURVES, main, plot_runs, run_label
 from training.config import ConfigError
+from training.curves import CURVES, main, plot_runs, run_label
 from training.launch import check_rl_launch, rl_override_args, rl_overrides
 from training.rl.result import RUN_CONFIG
 from training.rl.run import require_report_backend, resume_point, run_rl, tensorboard_dir
@@ -67,9 +67,11 @@ def test_no_resume_starts_at_step_zero_and_the_default_resumes(tmp_path, tiny_mo
     assert steps == [1, 2]  # step 1 from the checkpoint's history, step 2 trained now
     # another seed (or estimator) would continue this run's checkpoints: refused before anything is written
     other = rl_overrides(longer, seed=7, max_steps=3)
-    with pytest.raises(ConfigError, match=r"grpo\.seed: 0 -> 7") as refused:
+    other = other.model_copy(update={"advantage": other.advantage.model_copy(update={"method": "siras"}),
+                                     "grpo": other.grpo.model_copy(update={"learning_rate": 1e-3})})  # fmt: skip
+    with pytest.raises(ConfigError, match=r"advantage\.method: 'grpo' -> 'siras'; grpo\.seed: 0 -> 7\)") as refused:
         run_rl(other, questions, lexical_backend)
-    assert "max_steps" not in str(refused.value)  # a longer run is the same run
+    assert "max_steps" not in str(refused.value)  # a longer run, or another learning rate, is the same run
     assert json.loads((longer.output_dir / RUN_CONFIG).read_text())["grpo"]["seed"] == 0
     assert "grpo.seed" in " ".join(check_rl_launch(other).problems)
     apart = rl_overrides(longer, seed=7, output_dir=tmp_path / "seed7")

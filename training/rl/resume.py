@@ -1,9 +1,11 @@
 """What a resumed RL run must share with the run whose checkpoints it continues.
 
 A run resumes from the last checkpoint in its ``output_dir``. Continuing another run's checkpoints
-under a different seed, estimator, learning rate, model or question set would mix two runs into one log
-and one curve without a word, so a resume whose config differs from the saved ``run_config.json`` in
-anything but how long and how visibly it runs is refused, naming each difference.
+under a different seed, estimator, starting model, adapter, question set or corpus would mix two runs
+into one log and one curve without a word, so a resume whose config differs from the saved
+``run_config.json`` in what identifies the run (``IDENTITY``) is refused, naming each difference. How the
+run goes on (steps, learning rate, temperature, resampling, the episode's options) may change: a
+schedule set by hand is still one run.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ from typing import Any
 from training.config import ConfigError, RLRunConfig
 from training.rl.result import RUN_CONFIG
 
-# how long the run goes on, how it reports, where its folder now is: a resumed run may change these
-FREE = frozenset({"output_dir", "resume", "report_to", "grpo.max_steps", "grpo.max_train_minutes", "grpo.save_steps",
-                  "grpo.logging_steps"})  # fmt: skip
+# settings (or whole sections, ending in ".") a resumed run must share with the run it continues
+IDENTITY = ("model.", "questions.", "corpus.", "advantage.", "lora.", "grpo.seed", "launch.rollout")
+
+
+def _identity(key: str) -> bool:
+    return any(key.startswith(k) if k.endswith(".") else key == k for k in IDENTITY)
 
 
 def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -30,11 +35,11 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def resume_conflicts(saved: dict[str, Any], cfg: RLRunConfig) -> list[str]:
-    """``key: saved -> now`` for each setting ``cfg`` changes from the saved run config. A key only one
-    side has (a setting added to the config schema since the run started) is not a conflict."""
+    """``key: saved -> now`` for each identifying setting ``cfg`` changes from the saved run config. A key
+    only one side has (a setting added to the config schema since the run started) is not a conflict."""
     old, new = _flat(saved), _flat(cfg.model_dump(mode="json"))
     return [f"{key}: {old[key]!r} -> {new[key]!r}" for key in sorted(old.keys() & new.keys())
-            if key not in FREE and old[key] != new[key]]  # fmt: skip
+            if _identity(key) and old[key] != new[key]]  # fmt: skip
 
 
 def check_resume(cfg: RLRunConfig, checkpoint: str | None) -> None:
