@@ -163,3 +163,23 @@ def test_curves_of_several_runs(tmp_path, capsys) -> None:
     assert "2 runs, 7 of 7 metrics logged" in capsys.readouterr().out
     main([str(grpo)])  # no --out: the table
     assert "RL reward curve of" in capsys.readouterr().out
+
+
+def test_a_resume_from_another_clone_of_the_same_data_is_the_same_run(tmp_path, tiny_model_dir) -> None:
+    """The saved config names the repository's question file by the clone's absolute path: a fresh clone
+    elsewhere names the same content at another place, which is no conflict; other content is."""
+    from training.rl.resume import resume_conflicts
+
+    cfg = _cfg(tmp_path, tiny_model_dir)
+    saved = cfg.model_dump(mode="json")
+    clone_a, clone_b = tmp_path / "a" / "questions.json", tmp_path / "b" / "questions.json"
+    for f in (clone_a, clone_b):
+        f.parent.mkdir()
+        f.write_text('[{"id": "q1"}]')
+    saved["corpus"]["settings_toml"] = str(clone_a)
+    now = cfg.model_copy(update={"corpus": cfg.corpus.model_copy(update={"settings_toml": clone_b})})
+    assert resume_conflicts(saved, now) == []
+    clone_b.write_text('[{"id": "q2"}]')
+    assert [c.split(":")[0] for c in resume_conflicts(saved, now)] == ["corpus.settings_toml"]
+    saved["corpus"]["settings_toml"] = str(tmp_path / "gone.json")  # the saved place is gone: cannot tell
+    assert [c.split(":")[0] for c in resume_conflicts(saved, now)] == ["corpus.settings_toml"]

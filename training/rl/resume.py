@@ -10,6 +10,7 @@ schedule set by hand is still one run.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,10 @@ from training.rl.result import RUN_CONFIG
 
 # settings (or whole sections, ending in ".") a resumed run must share with the run it continues
 IDENTITY = ("model.", "questions.", "corpus.", "advantage.", "lora.", "grpo.seed", "launch.rollout")
+# settings that name a file or folder: the same content at another place (a fresh clone of the repository,
+# a moved cache) is the same setting
+PATH_KEYS = ("path", "settings_toml", "documents", "home")
+DIGEST_LIMIT = 64 << 20  # bytes hashed per side; a larger folder (model weights) is compared by place only
 
 
 def _identity(key: str) -> bool:
@@ -34,12 +39,41 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: value}
 
 
+def _digest(path: Path) -> str | None:
+    """sha256 over a file, or over a folder's relative names and contents; None past ``DIGEST_LIMIT``."""
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    if sum(f.stat().st_size for f in files) > DIGEST_LIMIT:
+        return None
+    h = hashlib.sha256()
+    for f in files:
+        h.update(str(f.relative_to(path) if path.is_dir() else "").encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _same(key: str, old: Any, new: Any) -> bool:
+    if old == new:
+        return True
+    if not (isinstance(old, str) and isinstance(new, str) and key.rsplit(".", 1)[-1] in PATH_KEYS):
+        return False
+    a, b = Path(old).expanduser(), Path(new).expanduser()
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        if not (a.exists() and b.exists()):
+            return False
+        da = _digest(a)
+        return da is not None and da == _digest(b)
+    except OSError:
+        return False
+
+
 def resume_conflicts(saved: dict[str, Any], cfg: RLRunConfig) -> list[str]:
     """``key: saved -> now`` for each identifying setting ``cfg`` changes from the saved run config. A key
-    only one side has (a setting added to the config schema since the run started) is not a conflict."""
+    only one side has (a setting added to the config schema since the run started) is not a conflict; a
+    path naming the same content elsewhere (the repository's data in another clone) is not either."""
     old, new = _flat(saved), _flat(cfg.model_dump(mode="json"))
     return [f"{key}: {old[key]!r} -> {new[key]!r}" for key in sorted(old.keys() & new.keys())
-            if _identity(key) and old[key] != new[key]]  # fmt: skip
+            if _identity(key) and not _same(key, old[key], new[key])]  # fmt: skip
 
 
 def check_resume(cfg: RLRunConfig, checkpoint: str | None) -> None:
