@@ -351,7 +351,8 @@ def save_run_config(cfg: RLRunConfig) -> None:
 
 def run_rl(cfg: RLRunConfig, questions: list[TrainingQuestion], backend: Any, **model_kw: Any) -> RLResult:
     require_report_backend(cfg.report_to)
-    check_resume(cfg, resume_point(cfg).checkpoint)  # before the saved config is overwritten
+    resume = resume_point(cfg).checkpoint
+    check_resume(cfg, resume)  # before the saved config is overwritten
     save_run_config(cfg)
     from training.rl.configs import load_rollout_settings
 
@@ -365,7 +366,6 @@ def run_rl(cfg: RLRunConfig, questions: list[TrainingQuestion], backend: Any, **
             model, tok = load_model_and_tokenizer(ensure_model(cfg.model), dtype=cfg.model.dtype)
         return run_rl_async(cfg, questions, backend, model, tok, build_trainer=build_rl_trainer)
     trainer = build_rl_trainer(cfg, questions, backend, **model_kw)
-    resume = resume_point(cfg).checkpoint
     trainer.train(resume_from_checkpoint=resume)
     final = cfg.output_dir / "final"
     model = trainer.model
