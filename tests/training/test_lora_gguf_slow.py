@@ -176,6 +176,11 @@ def test_agent_rl_runs_two_steps_saves_and_resumes(small_student, tmp_path, lexi
     rows = [json.loads(line) for line in first.log_path.read_text().splitlines()]
     assert first.global_step == 2 and first.resumed_from is None and [r["step"] for r in rows] == [1, 2]
     assert all(r["rollout/generate_s"] > 0 and r["rollout/adapter_convert_s"] > 0 for r in rows)
+    # every turn's prompt is either evaluated or served from llama.cpp's cache; siblings share their opening
+    turns = json.loads((tmp_path / "rl" / "rollouts" / "step-00001.json").read_text())["rollouts"]
+    prompted = sum(len(t["prompt_ids"]) for r in turns for t in r["turns"])
+    assert rows[0]["rollout/prompt_evaluated"] > 0 and rows[0]["rollout/prompt_reused"] > 0
+    assert rows[0]["rollout/prompt_evaluated"] + rows[0]["rollout/prompt_reused"] >= prompted
     assert all(r["tools/call_frequency"] >= 0 and 0.0 <= r["episode/valid_call_rate"] <= 1.0 for r in rows)
     assert (tmp_path / "rl" / "checkpoint-2").is_dir() and (tmp_path / "rl" / "tb").is_dir()
     final = first.final_dir

@@ -200,6 +200,7 @@ class AgentRL:
         """Rollouts, advantages, one update, the adapter exported: the step's metrics and times."""
         t0 = time.perf_counter()
         gen0 = self.engine.generate_s
+        evaluated0, reused0 = self.engine.prompt_evaluated, self.engine.prompt_reused
         questions, rollouts, drawn = self.gather(stream, per_step, step)
         save_rollouts(
             self.cfg.output_dir / "rollouts" / f"step-{step:05d}.json", questions, rollouts, self.tokenizer
@@ -224,6 +225,8 @@ class AgentRL:
             ),
             "learning_rate": self.cfg.grpo.learning_rate,
             "rollout/generate_s": self.engine.generate_s - gen0, "rollout/agent_s": t1 - t0,
+            "rollout/prompt_evaluated": self.engine.prompt_evaluated - evaluated0,
+            "rollout/prompt_reused": self.engine.prompt_reused - reused0,
             "advantage_s": t2 - t1, "train_s": t3 - t2, "rollout/adapter_save_s": sync.save_s,
             "rollout/adapter_convert_s": sync.convert_s, "rollout/adapter_load_s": sync.load_s,
             "step_time": t4 - t0,
@@ -260,6 +263,7 @@ def _progress(step: int, total: int, m: dict[str, float], started: float, done: 
     return (f"step {step}/{total} · reward {m['reward']:.3f} · F1 {m['episode/f1']:.2f} · valid "
             f"{m['episode/valid_call_rate']:.0%} · groups {m['rollout/groups_informative']} of "
             f"{m['rollout/groups_drawn']} differ in F1 · {m['step_time']:.0f} s (rollouts {m['rollout/agent_s']:.0f}, "
+            f"{m.get('rollout/prompt_evaluated', 0):,.0f} prompt tokens evaluated; "
             f"update {m['train_s']:.0f}, export {m['rollout/adapter_convert_s'] + m['rollout/adapter_load_s']:.0f})"
             f" · ETA {left / 60:.0f} min")  # fmt: skip
 

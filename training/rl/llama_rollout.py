@@ -60,6 +60,10 @@ class LoraRolloutEngine:
     calls: int = 0
     generate_s: float = 0.0  # time in generate since the engine was made
     generated_tokens: int = 0
+    # prompt tokens llama.cpp evaluated, and those it served from its cache (the shared prefix with the
+    # previous call): a turn's prefill, beside its sampled tokens, is where rollout time goes
+    prompt_evaluated: int = 0
+    prompt_reused: int = 0
     _generator: LlamaCppTokenGenerator | None = None
 
     def sync(self, peft_model: Any) -> AdapterSync:
@@ -93,9 +97,13 @@ class LoraRolloutEngine:
         self.calls += 1
         seed = None if self.seed is None else self.seed + self.calls
         t0 = time.perf_counter()
+        reused = self._generator.reused_tokens
         out = self._generator.generate(ids, max_new, temperature, seed=seed, logprobs=logprobs, stop=stop)
         self.generate_s += time.perf_counter() - t0
         self.generated_tokens += len(out)
+        kept = self._generator.reused_tokens - reused
+        self.prompt_reused += kept
+        self.prompt_evaluated += len(ids) - kept
         return out
 
     def close(self) -> None:
