@@ -6,8 +6,9 @@ and, when present, ``OUT/results.json``: steps/s, tokens/s, and per step the rew
 of degenerate groups, answers, folds and peak context.
 
 ``python -m training.curves RUN [RUN ...] --out curves.png`` draws one panel per metric (reward,
-valid-call rate, fold and unfold rates, KL, entropy, step time) against the step, one line per run,
-labelled with the run's advantage method and seed (its saved ``run_config.json``; else its folder name).
+valid-call rate, fold and unfold rates, KL, entropy, step time, and the reward's trailing mean over
+``SMOOTH`` steps, which shows a trend through the step-to-step spread of one-question steps) against the
+step, one line per run, labelled with the run's advantage method and seed (its saved ``run_config.json``; else its folder name).
 """
 
 from __future__ import annotations
@@ -31,7 +32,15 @@ CURVES: dict[str, str] = {
     "step time (s)": "step_time",
 }
 
+SMOOTH = 10  # steps in the reward's trailing mean
+SMOOTHED = f"reward, mean of the last {SMOOTH} steps"
+
 Line = tuple[list[float], list[float]]  # steps, values
+
+
+def trailing_mean(ys: Sequence[float], window: int = SMOOTH) -> list[float]:
+    """Mean of each value and the ``window - 1`` before it (fewer at the start)."""
+    return [sum(ys[max(0, i + 1 - window) : i + 1]) / (i + 1 - max(0, i + 1 - window)) for i in range(len(ys))]
 
 
 def rl_dir(out: Path) -> Path:
@@ -68,6 +77,7 @@ def run_curves(runs: Sequence[Path]) -> dict[str, dict[str, Line]]:
             points = [(float(s.get("step", i)), float(s[key])) for i, s in enumerate(steps, 1) if s.get(key) is not None]
             if points:
                 out[title][label] = ([x for x, _ in points], [y for _, y in points])
+    out[SMOOTHED] = {label: (xs, trailing_mean(ys)) for label, (xs, ys) in out["reward"].items()}
     return out
 
 
@@ -95,9 +105,9 @@ def plot_runs(runs: Sequence[Path], path: Path) -> dict[str, dict[str, Line]]:
         for ax in flat[len(curves):]:
             ax.axis("off")
         handles, labels = flat[0].get_legend_handles_labels()
-        if handles:
-            fig.legend(handles, labels, loc="lower right", fontsize=8)
-        fig.tight_layout()
+        if handles:  # above the panels: every slot of the grid may hold one
+            fig.legend(handles, labels, loc="upper center", ncol=min(len(handles), 6), fontsize=8)
+        fig.tight_layout(rect=(0.0, 0.0, 1.0, 0.93))
         fig.savefig(path, dpi=120)
     finally:
         plt.close(fig)

@@ -12,7 +12,7 @@ from test_rl_run import _cfg, patch_generate
 
 from training.common.loading import load_model_and_tokenizer
 from training.config import ConfigError
-from training.curves import CURVES, main, plot_runs, run_label
+from training.curves import CURVES, SMOOTHED, main, plot_runs, run_label, trailing_mean
 from training.launch import check_rl_launch, rl_override_args, rl_overrides
 from training.rl.result import RUN_CONFIG
 from training.rl.run import require_report_backend, resume_point, run_rl, tensorboard_dir
@@ -152,17 +152,23 @@ def test_curves_of_several_runs(tmp_path, capsys) -> None:
     out = tmp_path / "plots" / "curves.png"
     curves = plot_runs([grpo, siras, plain], out)
     assert out.is_file() and out.read_bytes()[:4] == b"\x89PNG"
-    assert set(curves) == set(CURVES)
+    assert set(curves) == set(CURVES) | {SMOOTHED}
     assert list(curves["reward"]) == ["grpo seed 1", "siras seed 2", "plain"]
+    assert curves[SMOOTHED]["siras seed 2"] == ([1.0, 2.0, 3.0, 4.0], pytest.approx([0.1, 0.15, 0.2, 0.25]))
     assert curves["reward"]["siras seed 2"] == ([1.0, 2.0, 3.0, 4.0], pytest.approx([0.1, 0.2, 0.3, 0.4]))
     assert all(len(curves[t]) == 3 for t in CURVES if t != "KL")
     assert list(curves["KL"]) == ["siras seed 2"]  # only that run logged kl
     same = plot_runs([grpo, _fake_run(tmp_path / "b", "grpo", 1, 2)], out)
     assert list(same["reward"]) == ["grpo seed 1 (a)", "grpo seed 1 (b)"]
     main([str(grpo), str(siras), "--out", str(out)])
-    assert "2 runs, 7 of 7 metrics logged" in capsys.readouterr().out
+    assert "2 runs, 8 of 8 metrics logged" in capsys.readouterr().out
     main([str(grpo)])  # no --out: the table
     assert "RL reward curve of" in capsys.readouterr().out
+
+
+def test_the_trailing_mean_covers_the_last_window_steps() -> None:
+    assert trailing_mean([1.0, 3.0, 5.0, 7.0], window=2) == [1.0, 2.0, 4.0, 6.0]
+    assert trailing_mean([0.0] * 9 + [10.0] * 11)[-1] == 10.0 and trailing_mean([0.0] * 9 + [10.0])[-1] == 1.0
 
 
 def test_a_resume_from_another_clone_of_the_same_data_is_the_same_run(tmp_path, tiny_model_dir) -> None:
