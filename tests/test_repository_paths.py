@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from training.config import _PATH_KEYS
+from training.config import PATH_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 # the product and its tests; data/ holds data, docs/ and bench/results hold prose and past outputs
@@ -59,7 +59,7 @@ def _paths(data: Any, key: str = "") -> Iterator[tuple[str, str]]:
     if isinstance(data, dict):
         for k, v in data.items():
             yield from _paths(v, k)
-    elif isinstance(data, str) and key in _PATH_KEYS:
+    elif isinstance(data, str) and key in PATH_KEYS:
         yield key, data
 
 

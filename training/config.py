@@ -277,7 +277,8 @@ class RLRunConfig(_Strict):
 C = TypeVar("C", SFTRunConfig, RLRunConfig)
 
 
-_PATH_KEYS = {"path", "output_dir", "data_dir", "settings_toml", "documents", "home"}
+# settings that name a file or folder (taken from the config file's directory; compared by content on resume)
+PATH_KEYS = {"path", "output_dir", "data_dir", "settings_toml", "documents", "home"}
 _PATH_LIST_KEYS = {"extra_data_dirs"}
 _NAME_OR_PATH_KEYS = {"accelerate_config", "rollout"}  # a bundled config name, or a path
 
@@ -288,7 +289,7 @@ def _resolve(data: Any, base: Path, key: str = "") -> Any:
     if isinstance(data, list) and key in _PATH_LIST_KEYS:
         return [_resolve(v, base, "path") for v in data]
     looks_like_path = isinstance(data, str) and ("/" in data or data.endswith((".yaml", ".yml")))
-    if isinstance(data, str) and (key in _PATH_KEYS or (key in _NAME_OR_PATH_KEYS and looks_like_path)):
+    if isinstance(data, str) and (key in PATH_KEYS or (key in _NAME_OR_PATH_KEYS and looks_like_path)):
         p = Path(data).expanduser()
         return str(p if p.is_absolute() else (base / p))
     return data

@@ -40,7 +40,8 @@ Line = tuple[list[float], list[float]]  # steps, values
 
 def trailing_mean(ys: Sequence[float], window: int = SMOOTH) -> list[float]:
     """Mean of each value and the ``window - 1`` before it (fewer at the start)."""
-    return [sum(ys[max(0, i + 1 - window) : i + 1]) / (i + 1 - max(0, i + 1 - window)) for i in range(len(ys))]
+    spans = (ys[max(0, i + 1 - window) : i + 1] for i in range(len(ys)))
+    return [sum(span) / len(span) for span in spans]
 
 
 def rl_dir(out: Path) -> Path:

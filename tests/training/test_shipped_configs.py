@@ -37,8 +37,7 @@ def test_every_config_passes_its_dry_run(name: str, tmp_path: Path) -> None:
     """What a fresh clone cannot hold is the weights (a model a shipped SFT config makes, a packaged
     model before `eventfold model pull`, a base model to download): the one problem allowed. The output
     goes to an empty folder: checkpoints the machine's user trained before are theirs, not the config's."""
-    cfg = _load(name)
-    cfg = cfg.model_copy(update={"output_dir": tmp_path / "out"})
+    cfg = _load(name).model_copy(update={"output_dir": tmp_path / "out"})
     path = CONFIGS / name
     check = check_sft(cfg) if isinstance(cfg, SFTRunConfig) else check_rl_launch(cfg, path)
     if check.problems and not cfg.model.build_tiny:

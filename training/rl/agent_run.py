@@ -263,7 +263,7 @@ def _progress(step: int, total: int, m: dict[str, float], started: float, done: 
     return (f"step {step}/{total} · reward {m['reward']:.3f} · F1 {m['episode/f1']:.2f} · valid "
             f"{m['episode/valid_call_rate']:.0%} · groups {m['rollout/groups_informative']} of "
             f"{m['rollout/groups_drawn']} differ in F1 · {m['step_time']:.0f} s (rollouts {m['rollout/agent_s']:.0f}, "
-            f"{m.get('rollout/prompt_evaluated', 0):,.0f} prompt tokens evaluated; "
+            f"{m['rollout/prompt_evaluated']:,.0f} prompt tokens evaluated; "
             f"update {m['train_s']:.0f}, export {m['rollout/adapter_convert_s'] + m['rollout/adapter_load_s']:.0f})"
             f" · ETA {left / 60:.0f} min")  # fmt: skip
 

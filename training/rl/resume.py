@@ -15,14 +15,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from training.config import ConfigError, RLRunConfig
+from training.config import PATH_KEYS, ConfigError, RLRunConfig
 from training.rl.result import RUN_CONFIG
 
 # settings (or whole sections, ending in ".") a resumed run must share with the run it continues
 IDENTITY = ("model.", "questions.", "corpus.", "advantage.", "lora.", "grpo.seed", "launch.rollout")
-# settings that name a file or folder: the same content at another place (a fresh clone of the repository,
-# a moved cache) is the same setting
-PATH_KEYS = ("path", "settings_toml", "documents", "home")
 DIGEST_LIMIT = 64 << 20  # bytes hashed per side; a larger folder (model weights) is compared by place only
 
 
@@ -51,6 +48,8 @@ def _digest(path: Path) -> str | None:
 
 
 def _same(key: str, old: Any, new: Any) -> bool:
+    """Equal, or a path setting (``PATH_KEYS``) naming the same content at another place: a fresh clone of
+    the repository, a moved cache."""
     if old == new:
         return True
     if not (isinstance(old, str) and isinstance(new, str) and key.rsplit(".", 1)[-1] in PATH_KEYS):
