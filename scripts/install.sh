@@ -27,14 +27,25 @@ fi
 mkdir -p "$WHEELS"
 build_pid=""
 build_log="$WHEELS/llama-cpp-python-build.log"
-if ! ls "$WHEELS"/llama_cpp_python-*.whl >/dev/null 2>&1 && ! "$VENV/bin/python" -c "import llama_cpp" 2>/dev/null; then
-  say "building llama-cpp-python in the background (first time only; log: $build_log)"
+llama_spec="llama-cpp-python>=0.3.36"
+llama_cmake_args="-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=OFF ${CMAKE_ARGS:-}"
+# A wheel (and the copy installed from it) is reused only while it was built by this recipe: the
+# spec, the CMake arguments and the included CMake file. A recipe change (such as leaving out ggml's
+# AMX kernels, see the CMake file) rebuilds it and replaces the installed copy.
+recipe="$(printf '%s\n%s\n' "$llama_spec" "$llama_cmake_args" | cat - scripts/cmake/llama_cpp_minimal.cmake | sha256sum | cut -c1-16)"
+stamp="$WHEELS/llama-cpp-python.recipe"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$recipe" ]; then
+  say "building llama-cpp-python in the background (once per build recipe; log: $build_log)"
+  rm -f "$WHEELS"/llama_cpp_python-*.whl "$stamp"
   staging="$(mktemp -d "$WHEELS/.build-XXXXXX")"
   (
-    export CMAKE_ARGS="-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=OFF -DCMAKE_PROJECT_llama.cpp_INCLUDE=$PWD/scripts/cmake/llama_cpp_minimal.cmake ${CMAKE_ARGS:-}"
+    export CMAKE_ARGS="$llama_cmake_args -DCMAKE_PROJECT_llama.cpp_INCLUDE=$PWD/scripts/cmake/llama_cpp_minimal.cmake"
     export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
-    "$VENV/bin/python" -m pip wheel -q --no-deps "llama-cpp-python>=0.3.36" -w "$staging" \
-      && mv "$staging"/llama_cpp_python-*.whl "$WHEELS"/ && rmdir "$staging"
+    # --no-cache-dir: pip's wheel cache is keyed by the sdist alone and would hand back a wheel
+    # built with other CMake arguments
+    "$VENV/bin/python" -m pip wheel -q --no-cache-dir --no-deps "$llama_spec" -w "$staging" \
+      && mv "$staging"/llama_cpp_python-*.whl "$WHEELS"/ && rmdir "$staging" \
+      && echo "$recipe" > "$stamp"
   ) >"$build_log" 2>&1 &
   build_pid=$!
 fi
@@ -54,6 +65,7 @@ if [ -n "$build_pid" ]; then
     exit 1
   fi
   say "llama-cpp-python built"
+  "$VENV/bin/python" -m pip install -q --force-reinstall --no-deps "$WHEELS"/llama_cpp_python-*.whl
 fi
 "$VENV/bin/python" -m pip install -q --find-links "$WHEELS" -e ".[$extras]"
 if [ -n "$pull_pid" ]; then

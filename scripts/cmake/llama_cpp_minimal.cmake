@@ -8,3 +8,14 @@
 # shadows that cache entry inside llama.cpp (policies CMP0077/CMP0126 are NEW there), so `common` and
 # cpp-httplib are neither built nor installed.
 set(LLAMA_BUILD_COMMON OFF)
+
+# ggml's AMX matmul kernels (compiled in whenever -march=native reports AMX) fault in their first
+# tile instruction on some Sapphire Rapids hosts: the tile configuration they build on the stack can
+# reach ldtilecfg invalid, and the process dies with SIGSEGV on the first decode. The AVX-512 VNNI
+# kernels serve the same quantized types, so the AMX ISA is left out; GCC and Clang honour an explicit
+# -mno-* over -march=native whatever the order.
+include(CheckCCompilerFlag)
+check_c_compiler_flag("-mno-amx-tile -mno-amx-int8 -mno-amx-bf16" EVENTFOLD_CC_HAS_NO_AMX)
+if (EVENTFOLD_CC_HAS_NO_AMX)
+    add_compile_options(-mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
+endif()
