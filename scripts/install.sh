@@ -65,7 +65,11 @@ if [ -n "$build_pid" ]; then
     exit 1
   fi
   say "llama-cpp-python built"
+fi
+# the venv's copy too is replaced when another recipe built it (a venv older than the wheel's recipe)
+if [ "$(cat "$VENV/llama-cpp-python.recipe" 2>/dev/null)" != "$recipe" ]; then
   "$VENV/bin/python" -m pip install -q --force-reinstall --no-deps "$WHEELS"/llama_cpp_python-*.whl
+  echo "$recipe" > "$VENV/llama-cpp-python.recipe"
 fi
 "$VENV/bin/python" -m pip install -q --find-links "$WHEELS" -e ".[$extras]"
 if [ -n "$pull_pid" ]; then
