@@ -40,9 +40,9 @@ from pymilvus import DataType, MilvusClient, MilvusException  # noqa: E402
 from pymilvus.exceptions import ConnectionConfigException, MilvusUnavailableException  # noqa: E402
 
 from eventrag.storage import milvus_lite as lite  # noqa: E402  (after the gRPC settings above)
-from eventrag.storage.base import MAX_ID_LEN, MetadataFilter, Metric, VectorHit, VectorRecord, check_filter
-from eventrag.storage.checks import check_ids
-from eventrag.storage.errors import (
+from eventrag.storage.base import MAX_ID_LEN, MetadataFilter, Metric, VectorHit, VectorRecord, check_filter  # noqa: E402
+from eventrag.storage.checks import check_ids  # noqa: E402
+from eventrag.storage.errors import (  # noqa: E402
     CollectionNotFound,
     DimensionMismatch,
     InvalidInput,

@@ -7,9 +7,9 @@ import json
 import pytest
 import torch
 
+from eventfold.run_options import TRAINED_RUN_FILE
 from training.common.loading import load_model_and_tokenizer
 from training.common.tiny import qwen3_chat_template
-from eventfold.run_options import TRAINED_RUN_FILE
 from training.config import ConfigError, QuestionsSection, SFTRunConfig, TeacherSection, load_config
 from training.sft.train import build_trainer, load_rows, run_sft, training_rows
 
