@@ -31,10 +31,10 @@ llama_spec="llama-cpp-python>=0.3.36"
 llama_cmake_args="-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=OFF ${CMAKE_ARGS:-}"
 # A wheel (and the copy installed from it) is reused only while it was built by this recipe: the
 # spec, the CMake arguments and the included CMake file. A recipe change (such as leaving out ggml's
-# AMX kernels, see the CMake file) rebuilds it and replaces the installed copy.
+# AMX kernels, see the CMake file) or a missing wheel rebuilds it and replaces the installed copy.
 recipe="$(printf '%s\n%s\n' "$llama_spec" "$llama_cmake_args" | cat - scripts/cmake/llama_cpp_minimal.cmake | sha256sum | cut -c1-16)"
 stamp="$WHEELS/llama-cpp-python.recipe"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$recipe" ]; then
+if [ "$(cat "$stamp" 2>/dev/null)" != "$recipe" ] || ! ls "$WHEELS"/llama_cpp_python-*.whl >/dev/null 2>&1; then
   say "building llama-cpp-python in the background (once per build recipe; log: $build_log)"
   rm -f "$WHEELS"/llama_cpp_python-*.whl "$stamp"
   staging="$(mktemp -d "$WHEELS/.build-XXXXXX")"

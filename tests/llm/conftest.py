@@ -1,13 +1,16 @@
-"""A real HTTP server speaking the OpenAI chat-completions / embeddings wire format, with scripted replies."""
+"""A real HTTP server speaking the OpenAI chat-completions / embeddings wire format, with scripted replies;
+the llama-cpp-python module for the local-backend tests."""
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -105,3 +108,15 @@ def fake_openai() -> Iterator[FakeOpenAIServer]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(scope="session")
+def llama_cpp() -> ModuleType:
+    """llama-cpp-python (the `local` extra): a test needing it fails in CI without it, is skipped elsewhere."""
+    try:
+        import llama_cpp
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("llama-cpp-python is missing in CI (install the `local` extra)")
+        pytest.skip("needs the `local` extra (llama-cpp-python)")
+    return llama_cpp

