@@ -49,6 +49,14 @@ def reader_messages(
     return [Message(role="system", content=system), Message(role="user", content=user)]
 
 
+def causes_messages(question: str, causes: Sequence[Passage]) -> list[Message]:
+    """The causal reader's prompt: `causes` (ranked, each titled by its date) as numbered events."""
+    events = "\n".join(prompts.SENTENCE_LINE.format(n=i, title=c.title, text=" ".join(c.text.split()))
+                       for i, c in enumerate(causes, 1))  # fmt: skip
+    user = prompts.CAUSES_USER.format(question=question, events=events or "(none)")
+    return [Message(role="system", content=prompts.CAUSES_SYSTEM), Message(role="user", content=user)]
+
+
 def first_line(text: str) -> str:
     return text.strip().splitlines()[0].strip() if text.strip() else ""
 

@@ -30,7 +30,7 @@ from agent.memory.trajectory import Step
 from agent.plan import ask_json
 from agent.policy.base import PolicyContext, Turn
 from agent.prompts import BRIDGE_SCHEMA, BRIDGE_SYSTEM
-from agent.reader import first_line, is_insufficient, reader_messages
+from agent.reader import causes_messages, first_line, is_insufficient, reader_messages
 from agent.state import Evidence, RunState
 from agent.tools.answer import supporting
 from agent.tools.context import counted_chat
@@ -185,7 +185,8 @@ class WorkflowPolicy:
                     ctx: PolicyContext) -> ToolCall:  # fmt: skip
         script = self.script(question, ctx)
         passages = read_passages(run, script, steps)
-        text = computed_answer(script, steps) or self.read(run, self.asked(question, script, steps), passages, ctx)
+        text = computed_answer(script, steps) or self.read(run, self.asked(question, script, steps), passages, ctx,
+                                                           causes=script.form == "causal")  # fmt: skip
         pool = {p.chunk_id for p in passages} | {ev.chunk_id for ev in gathered(run, steps)}
         cites = [c for c in supporting(run, text) if c in pool]
         if not cites and not is_insufficient(text):
@@ -204,12 +205,16 @@ class WorkflowPolicy:
         return question
 
     @staticmethod
-    def read(run: RunState, question: str, passages: list[Evidence], ctx: PolicyContext) -> str:
-        """The reader's short answer (a finding of a sentence or two for a long request's requirement)."""
+    def read(run: RunState, question: str, passages: list[Evidence], ctx: PolicyContext, *, causes: bool = False) -> str:
+        """The reader's short answer (a finding of a sentence or two for a long request's requirement);
+        `causes`: `passages` are the timeline's ranked causes, and the reader picks one."""
         if not passages:
             return NOT_FOUND
-        messages = reader_messages(question, passages[: ctx.options.reader_k], backend_embed(ctx.tools.backend),
-                                   finding=run.plan.outline)  # fmt: skip
+        if causes:
+            messages = causes_messages(question, passages)
+        else:
+            messages = reader_messages(question, passages[: ctx.options.reader_k], backend_embed(ctx.tools.backend),
+                                       finding=run.plan.outline)  # fmt: skip
         try:
             resp = counted_chat(run, ctx.model, messages, temperature=0.0, max_tokens=ctx.options.answer_max_tokens)
         except LLMError:

@@ -1,6 +1,7 @@
 """Origin questions: "What supplier event led to the 2015 SeaGuard recall?", "What event at a supplier set
 off the chain of events that led to the January 2015 SeaGuard S2 recall?", "Which incident caused the
-outage?". ("What caused X?" is left out: it may ask why — a mechanism — rather than which event.)
+outage?", "What led to the boil-water notice?", "Why did the company lower the reservoir in August 2011?"
+("What caused X?" is left out: it may ask for a mechanism rather than an event.)
 
 Such a question asks for an event that links to a known event (the *target*) as its cause. This module
 only reads the question's form: its target, what kind of event is asked for ("supplier event", "event at
@@ -36,6 +37,9 @@ _EVENT_NOUN = re.compile(
     r"losses|loss|defeats?|protests?|attacks?|breakdowns?|outages?|leaks?|deals?|contracts?|orders?)\b",
     re.I,
 )
+# "Why did Corrow Valley Water lower the reservoir in August 2011?", "Why was the scheme cancelled?": the
+# reason asked for is what led to the event the rest of the question tells
+_WHY = re.compile(r"^\s*why\s+(?:did|was|were|is|are|has|have|had|does|do)\s+(?P<target>[^?]+?)[\s?.!]*$", re.I)
 # "What year did the fire lead to ...", "What time of day did ...": asks for something else about it
 _NOT_EVENT = re.compile(r"\b(?:did|does|do|year|date|day|month|time|when|where|who|how)\b", re.I)
 _HEAD_FILLER = re.compile(r"^(?:\s*(?:was|is|were|are|the|a|an|single|one|initial|first|original|root)\b)+", re.I)
@@ -65,12 +69,19 @@ class CausalQuestion(BaseModel):
 def parse_causal(question: str) -> CausalQuestion | None:
     """The question's target and the kind of event asked for when it asks which event led to (set off, caused) a known
     event; None for any other question (including "Which company led to ...": not an event)."""
-    m = _FORM.match(" ".join(question.split()))
+    text = " ".join(question.split())
+    why = _WHY.match(text)
+    if why is not None:
+        target = why["target"].strip(" ,;:")
+        return CausalQuestion(target=target) if len(target.split()) >= 3 else None  # "Why did it?"
+    m = _FORM.match(text)
     if m is None:
         return None
     head = _KIND_WORDS.sub(" ", m["head"]).strip()
-    if not _EVENT_NOUN.search(head) or _NOT_EVENT.search(head):
-        return None  # "What caused X?" may ask why (a mechanism), not which event: left to the reader
+    # "What led to X?" asks for the event that did; "What caused X?" may ask for a mechanism, and "Which
+    # company led to X?" for a thing: left to the reader
+    if not (_EVENT_NOUN.search(head) or (not head and m["cue"].lower() != "caused")) or _NOT_EVENT.search(head):
+        return None
     target, chain = m["target"].strip(" ,;:"), m["cue"].lower() in {"set off", "sets off", "set in motion"}
     inner = _CHAIN.match(target) or _EVENTS_TO.match(target)
     if inner is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from agent_doubles import MemoryBackend, ScriptedChatModel
 
+from agent import prompts
 from agent.graph import AgentDeps
 from agent.policy.workflow import classify
 from agent.runner import run_agent
@@ -32,9 +33,11 @@ def test_a_causal_question_takes_a_search_then_the_timeline_of_causes():
     assert [n for n, _ in calls] == ["search", "timeline", "answer"]
     assert calls[1][1] == {"subject": "the recall of the S2 units", "relation": "causes"}
     assert run.answer == "A storm flooded the Lindqvist plant" and run.answer_source == "workflow"
-    reader = [c for c in model.calls if not c["tools"]][-1]["messages"][-1].content
+    prompt = [c for c in model.calls if not c["tools"]][-1]["messages"]
+    reader = prompt[-1].content
     events = [e["text"] for e in run.steps[1].data[0]["events"][:3]]
     assert events and all(e in reader for e in events)  # the reader picks among the ranked causes
+    assert prompt[0].content == prompts.CAUSES_SYSTEM and "Insufficient" not in prompt[0].content
     assert "sales fell" not in reader  # the effect is no cause
     assert run.answer_citations and all(c in run.evidence for c in run.answer_citations)
     assert all(s.kind == "action" and s.suggested is None for s in run.steps)  # the same step format, no suggestion
@@ -75,6 +78,8 @@ def test_any_other_question_takes_a_search_and_a_read():
 
 def test_classify_without_a_model_uses_the_rule_split():
     assert classify("What event led to the recall of the S2 units?").form == "causal"
+    assert classify("What led to the recall of the S2 units?").target == "the recall of the S2 units"
+    assert classify("Why did the board recall the S2 units in 2015?").form == "causal"
     assert classify("Who was born first, Marie Curie or Pierre Curie?").form == "temporal"
     found = classify("Which company made the pressure element fitted in the S2 units recalled in 2015?")
     assert found.form == "bridge" and found.bridge is not None

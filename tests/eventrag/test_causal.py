@@ -23,6 +23,9 @@ from eventrag.query.causal import parse_causal
         ("What happened at the plant that led to the shutdown of the reactor?", "the shutdown of the reactor", "event at the plant", False),
         ("What kind of event caused the series of events leading to the bridge collapse?", "the bridge collapse", "event", True),
         ("What customer complaint led to the NMMB investigation?", "the NMMB investigation", "customer complaint", False),
+        ("What led to the closure of the mine in 1987?", "the closure of the mine in 1987", "event", False),
+        ("Why did the council close the ferry in March 1936?", "the council close the ferry in March 1936", "event", False),
+        ("Why was the stadium demolished?", "the stadium demolished", "event", False),
     ],
 )
 def test_origin_questions_give_their_target_and_the_kind_of_event_asked(question, target, kind, chain):
@@ -42,6 +45,8 @@ def test_origin_questions_give_their_target_and_the_kind_of_event_asked(question
         "What caused it?",  # no target to date
         "What caused the drifting readings at Fjordlaks?",  # may ask why (a mechanism), not which event
         "Which port authority was the first customer of the TG-1?",
+        "What led to it?",  # no target
+        "Why did it?",
     ],
 )
 def test_other_questions_are_not_origin_questions(question):
