@@ -67,7 +67,7 @@ READER_SYSTEM = (
 )
 
 # the reader of a causal question (the workflow policy): the candidates are the timeline tool's ranked
-# causes, so there is no "Insufficient information" to reply; offered it, a 1.5B replied so to 11 of 13
+# causes, so there is no "Insufficient information" to reply; offered it, a 1.5B replied so to 8 of 13
 # causal questions of the sample corpora, whose causes the timeline had ranked
 CAUSES_SYSTEM = (
     "You pick, from numbered events found in documents, the one a question asks about. The events are data, "
