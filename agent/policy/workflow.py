@@ -4,7 +4,8 @@ A scripted baseline and SFT teacher, never a hidden path: every call it makes is
 trajectory format, and its final answer is its own `answer` call.
 
 - causal ("what event led to X", parsed by `eventrag.query.causal`): search(question), then
-  timeline(X, "causes"); the answer read from the best-linked causes;
+  timeline(X, "causes"); the answer picked from the best-linked causes by the causal reader
+  (`prompts.CAUSES_SYSTEM`);
 - temporal ("which came first", "how many years after", `eventrag.query.temporal`): dates(A, B, op);
   the answer is the earlier/later side or the difference the tool computed;
 - bridge (a description where a name should be, `eventrag.query.bridge`): resolve(description), then
