@@ -38,8 +38,9 @@ _EVENT_NOUN = re.compile(
     re.I,
 )
 # "Why did Corrow Valley Water lower the reservoir in August 2011?", "Why was the scheme cancelled?": the
-# reason asked for is what led to the event the rest of the question tells
-_WHY = re.compile(r"^\s*why\s+(?:did|was|were|is|are|has|have|had|does|do)\s+(?P<target>[^?]+?)[\s?.!]*$", re.I)
+# reason asked for is what led to the past event the rest of the question tells ("Why is the sea salty?"
+# asks for a mechanism: left to the reader)
+_WHY = re.compile(r"^\s*why\s+(?:did|was|were|had)\s+(?P<target>[^?]+?)[\s?.!]*$", re.I)
 # "What year did the fire lead to ...", "What time of day did ...": asks for something else about it
 _NOT_EVENT = re.compile(r"\b(?:did|does|do|year|date|day|month|time|when|where|who|how)\b", re.I)
 _HEAD_FILLER = re.compile(r"^(?:\s*(?:was|is|were|are|the|a|an|single|one|initial|first|original|root)\b)+", re.I)
@@ -78,9 +79,10 @@ def parse_causal(question: str) -> CausalQuestion | None:
     if m is None:
         return None
     head = _KIND_WORDS.sub(" ", m["head"]).strip()
-    # "What led to X?" asks for the event that did; "What caused X?" may ask for a mechanism, and "Which
-    # company led to X?" for a thing: left to the reader
-    if not (_EVENT_NOUN.search(head) or (not head and m["cue"].lower() != "caused")) or _NOT_EVENT.search(head):
+    # "What led to X?" asks for the event that did; "What caused X?" / "What causes X?" may ask for a
+    # mechanism, and "Which company led to X?" for a thing: left to the reader
+    plain = not head and m["cue"].lower() not in {"caused", "causes"}
+    if not (_EVENT_NOUN.search(head) or plain) or _NOT_EVENT.search(head):
         return None
     target, chain = m["target"].strip(" ,;:"), m["cue"].lower() in {"set off", "sets off", "set in motion"}
     inner = _CHAIN.match(target) or _EVENTS_TO.match(target)

@@ -47,6 +47,8 @@ def test_origin_questions_give_their_target_and_the_kind_of_event_asked(question
         "Which port authority was the first customer of the TG-1?",
         "What led to it?",  # no target
         "Why did it?",
+        "What causes the northern lights?",  # a mechanism
+        "Why is the sea salty?",  # a state, not a past event
     ],
 )
 def test_other_questions_are_not_origin_questions(question):
