@@ -187,7 +187,7 @@ class WorkflowPolicy:
         script = self.script(question, ctx)
         passages = read_passages(run, script, steps)
         text = computed_answer(script, steps) or self.read(run, self.asked(question, script, steps), passages, ctx,
-                                                           causes=script.form == "causal")  # fmt: skip
+                                                           causes=bool(listed_causes(script, steps)))  # fmt: skip
         pool = {p.chunk_id for p in passages} | {ev.chunk_id for ev in gathered(run, steps)}
         cites = [c for c in supporting(run, text) if c in pool]
         if not cites and not is_insufficient(text):
@@ -225,16 +225,25 @@ class WorkflowPolicy:
         return NOT_FOUND if is_insufficient(text) else re.sub(r"\s+", " ", text)[:200]
 
 
+def listed_causes(script: Script, steps: list[Step]) -> list[dict[str, Any]]:
+    """The causes, best-linked first, that the timeline listed for a causal question (none: [])."""
+    timeline = _made(steps, "timeline")
+    if script.form != "causal" or timeline is None:
+        return []
+    return list(timeline[1].get("events") or [])
+
+
 def read_passages(run: RunState, script: Script, steps: list[Step]) -> list[Evidence]:
     """What the reader reads: for a causal question the texts of the best-linked causes the timeline
     returned, best first (the reader picks among causes; the linking sentence often holds the subject
     itself, which a small reader then names), each headed by its date (a document title there is copied
-    as the answer); otherwise the evidence the steps gathered."""
-    timeline = _made(steps, "timeline")
-    if script.form != "causal" or timeline is None or not timeline[1].get("events"):
+    as the answer); otherwise, and when the timeline listed none, the evidence the steps gathered (read
+    by the general reader, which may find it insufficient)."""
+    causes = listed_causes(script, steps)
+    if not causes:
         return gathered(run, steps)
     out = []
-    for e in timeline[1]["events"][:CAUSES_READ]:
+    for e in causes[:CAUSES_READ]:
         seen = run.evidence.get(str(e.get("chunk_id")))
         out.append(Evidence(chunk_id=str(e.get("chunk_id")), doc_id=seen.doc_id if seen else "", step=run.next_step,
                             title=str(e.get("date") or "undated"), text=str(e["text"])))  # fmt: skip

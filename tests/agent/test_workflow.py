@@ -43,6 +43,17 @@ def test_a_causal_question_takes_a_search_then_the_timeline_of_causes():
     assert all(s.kind == "action" and s.suggested is None for s in run.steps)  # the same step format, no suggestion
 
 
+def test_a_causal_question_whose_timeline_lists_no_cause_goes_to_the_general_reader():
+    """The causal reader must pick one of its events; with none listed, the gathered evidence is read by
+    the reader that may reply "Insufficient information"."""
+    docs = {"m": ("The mine", "The Harlow mine closed in 1987.")}
+    model = ScriptedChatModel([], text_replies=["Insufficient information"])
+    run = run_agent("What led to the closure of the Harlow mine?", AgentDeps(model, MemoryBackend(docs)), OPTS).run
+    assert [n for n, _ in _calls(run)] == ["search", "timeline", "answer"] and run.steps[1].data[0]["events"] == []
+    assert [c["messages"][0].content for c in model.calls if not c["tools"]] == [prompts.READER_SYSTEM]
+    assert run.answer == "Insufficient information"
+
+
 def test_a_temporal_question_takes_the_dates_tool_and_states_its_computation():
     q = "How many years after the Velora Bridge opened did the old ferry close?"
     model = ScriptedChatModel([])
