@@ -7,6 +7,12 @@ except yes/no and "insufficient information", which no passage spells out. An an
 is a sentence (more than `SENTENCE_WORDS` words) or that repeats the question's own words, or an item's
 answer that another item already has, is refused once with what a short answer is; given again, or at
 the run's last step, it is recorded as it stands (the policy decides, the tool only states the contract).
+
+After a sentence is refused, the next answer call must open with `quote` (the grammar lists it first and
+requires it): a 1.5B model given the same schema writes the same sentence again word for word, whatever
+the refusal says; given a field for the sentence first, it writes it there and then the few words ("The
+membrane failure"). Elsewhere `quote` is optional: where the answer is an option of the question or a
+computed date difference, a required quote made the model answer from the one sentence it quoted.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ SHOWN_IDS = 12
 SENTENCE_WORDS = 12  # longer is a sentence about the answer, not the answer
 RESTATES = 0.7  # share of the question's content words an answer that only repeats it holds
 SHORT = "give only what the question asks for, in a few words (a name, a date, a number, a short event)"
+SENTENCE = "the answer is a sentence"
 
 
 def _words(text: str) -> str:
@@ -78,7 +85,7 @@ def shape_problem(question: str, text: str) -> str | None:
     """Why `text` is not a short answer to `question`, or None when it is one."""
     n = len(text.split())
     if n > SENTENCE_WORDS:
-        return f"the answer is a sentence of {n} words; {SHORT}, and its citations"
+        return f"{SENTENCE} of {n} words; put that sentence in quote, and in answer {SHORT[5:]}, and its citations"
     if restates(question, text):
         return f"the answer repeats the question; {SHORT}, and its citations"
     return None
@@ -103,6 +110,12 @@ def _problem(run: RunState, sq: SubQuestion | None, text: str) -> str | None:
     return shape_problem(sq.text if sq else run.question, text) or (repeated_item(run, sq, text) if sq else None)
 
 
+def sentence_refused_last(run: RunState) -> bool:
+    """Whether the run's last step is an answer call refused for being a sentence."""
+    last = run.steps[-1] if run.steps else None
+    return last is not None and any(m.name == "answer" and m.content.startswith(f"error: {SENTENCE}") for m in last.results)
+
+
 def _refused_before(run: RunState, problem: str) -> bool:
     """Whether an earlier `answer` call was refused for the same problem (the second try is recorded)."""
     head = problem.split(";")[0]
@@ -123,13 +136,14 @@ def _item(run: RunState, item: int | None) -> SubQuestion | None:
 
 
 def make_answer(ctx: ToolContext) -> Tool:
-    def answer(answer: str, citations: list[str] | None = None, item: int | None = None) -> ToolResult:
+    def answer(answer: str, citations: list[str] | None = None, item: int | None = None, quote: str = "") -> ToolResult:
         """Give the answer: a few words (a name, date, number, yes/no) and the chunk ids supporting it.
 
         Args:
             answer: the answer only, a few words
             citations: chunk ids from the results that support the answer
             item: in a numbered task, the number of the item this answers
+            quote: the sentence from the results that holds the answer
         """
         run = ctx.run
         text = " ".join(answer.split())
@@ -140,7 +154,7 @@ def make_answer(ctx: ToolContext) -> Tool:
         if problem and not ctx.last_turn and not _refused_before(run, problem):
             raise ToolError(problem)
         cites = checked_citations(run, text, citations)
-        data = {"answer": text, "citations": cites, "item": sq.id if sq else None}
+        data = {"answer": text, "citations": cites, "item": sq.id if sq else None, "quote": " ".join(quote.split())}
         if sq is None:
             return ToolResult(content=f"Answer recorded: {text}", final=True, data=data)
         sq.answer, sq.citations = text, cites
@@ -151,4 +165,8 @@ def make_answer(ctx: ToolContext) -> Tool:
     def choices() -> dict[str, list[object]]:
         return {"citations": list(ctx.run.evidence), "item": [s.id for s in ctx.run.plan.sub_questions]}
 
-    return Tool.from_function(answer, choices=choices, adapt=adapt_ids("citations"), enforce_choices=False)
+    def required() -> list[str]:
+        return ["quote"] if sentence_refused_last(ctx.run) else []
+
+    return Tool.from_function(answer, choices=choices, adapt=adapt_ids("citations"), enforce_choices=False,
+                              required=required)

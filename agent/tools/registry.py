@@ -9,7 +9,9 @@ Choices: a tool may name, per parameter, the values valid *right now* (the fold 
 the status line shows, the chunk ids seen so far). `ToolRegistry.specs()` puts them into each spec's
 `grammar_parameters` (enums a constrained decoder cannot leave) and marks a tool without any valid
 value `available=False`; `parameters` (what the prompt shows) never changes. A call outside the
-choices is answered with the valid ones. This is the one tool surface for inference, SFT and RL.
+choices is answered with the valid ones. A tool may also name optional parameters that are required
+*right now* (`required`): the grammar then lists them first and requires them (a constrained decoder
+writes properties in schema order). This is the one tool surface for inference, SFT and RL.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ def _strip_titles(schema: Any) -> Any:
 
 
 Choices = Callable[[], dict[str, list[Any]]]
+Required = Callable[[], list[str]]
 Adapter = Callable[[dict[str, Any]], dict[str, Any]]
 
 
@@ -94,6 +97,17 @@ def narrowed(parameters: dict[str, Any], choices: dict[str, list[Any]]) -> tuple
     return schema, True
 
 
+def required_first(parameters: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    """`parameters` with the properties `names` moved first and required (unknown names are ignored)."""
+    props = parameters.get("properties", {})
+    first = [n for n in names if n in props]
+    if not first:
+        return parameters
+    order = first + [n for n in props if n not in first]
+    required = first + [n for n in parameters.get("required", []) if n not in first]
+    return {**parameters, "properties": {n: props[n] for n in order}, "required": required}
+
+
 @dataclass
 class Tool:
     name: str
@@ -104,6 +118,7 @@ class Tool:
     choices: Choices | None = None  # valid values per parameter right now
     adapt: Adapter | None = None  # maps other argument shapes (a step range for fold) onto this signature
     enforce_choices: bool = True  # False: choices only narrow the grammar (the tool drops bad values)
+    required: Required | None = None  # optional parameters required right now, listed first in the grammar
 
     @classmethod
     def from_function(
@@ -115,6 +130,7 @@ class Tool:
         choices: Choices | None = None,
         adapt: Adapter | None = None,
         enforce_choices: bool = True,
+        required: Required | None = None,
     ) -> Tool:
         hints = typing.get_type_hints(fn)
         doc, arg_docs = _doc_parts(fn)
@@ -131,12 +147,16 @@ class Tool:
         )
         schema = _strip_titles(model.model_json_schema())
         schema.pop("additionalProperties", None)
-        return cls(name or fn.__name__, fn, description or doc, model, schema, choices, adapt, enforce_choices)
+        return cls(name or fn.__name__, fn, description or doc, model, schema, choices, adapt, enforce_choices,
+                   required)
 
     def spec(self) -> ToolSpec:
         spec = ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
         if self.choices is not None:
             spec.grammar_parameters, spec.available = narrowed(self.parameters, self.choices())
+        now = self.required() if self.required is not None else []
+        if now:
+            spec.grammar_parameters = required_first(spec.grammar_parameters or self.parameters, now)
         return spec
 
     def check_choices(self, arguments: dict[str, Any]) -> None:

@@ -193,7 +193,8 @@ def test_a_sentence_or_the_question_repeated_as_answer_is_refused_once_then_reco
     ])  # fmt: skip
     run = run_agent(Q, AgentDeps(model, backend), RunOptions(**OPTS)).run
     results = [s.results[0].content for s in run.steps]
-    assert results[1].startswith("error: the answer is a sentence of 17 words; give only what the question asks")
+    assert results[1].startswith("error: the answer is a sentence of 17 words; put that sentence in quote, and in "
+                                 "answer only what the question asks")
     assert results[2].startswith("error: the answer repeats the question; give only what the question asks")
     # the policy decides: the same answer given again stands as written
     assert run.status == "answered" and run.answer == "Marie Curie born" and run.counters.tool_errors == 2
@@ -204,6 +205,24 @@ def test_a_long_answer_at_the_last_step_is_recorded_not_refused(backend):
     model = ScriptedChatModel([("search", {"query": "Marie Curie born"}), ("answer", {"answer": long, "citations": ["d1#0"]})])
     run = run_agent(Q, AgentDeps(model, backend), RunOptions(max_steps=2, **OPTS)).run
     assert run.status == "answered" and run.answer == long
+
+
+def test_after_a_sentence_is_refused_the_answer_call_opens_with_its_quote(backend):
+    """A small model given the same schema writes its refused sentence again; the retry's grammar asks for
+    the sentence first (`quote`), then the answer. Elsewhere the quote is optional."""
+    sentence = "Marie Curie was born in the city of Warsaw, which was then part of the Russian Empire"
+    model = ScriptedChatModel([
+        ("search", {"query": "Marie Curie born"}),
+        ("answer", {"answer": sentence, "citations": ["d1#0"]}),
+        ("answer", {"quote": sentence, "answer": "Warsaw", "citations": ["d1#0"]}),
+    ])  # fmt: skip
+    run = run_agent(Q, AgentDeps(model, backend), RunOptions(**OPTS)).run
+    specs = [next(s for s in c["tools"] if s.name == "answer") for c in _turns(model)]
+    grammars = [s.grammar_parameters or s.parameters for s in specs]
+    assert [list(g["properties"])[0] for g in grammars] == ["answer", "answer", "quote"]
+    assert [g["required"][0] for g in grammars] == ["answer", "answer", "quote"]
+    assert specs[2].parameters == specs[0].parameters  # the prompt's schema stays the same
+    assert run.answer == "Warsaw" and run.steps[-1].data[0]["quote"] == sentence
 
 
 @pytest.mark.parametrize(("question", "answer", "problem"), [
