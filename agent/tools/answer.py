@@ -21,7 +21,7 @@ import re
 
 from agent.focus import stem, words
 from agent.plan import SubQuestion
-from agent.state import RunState
+from agent.state import RunState, Step
 from agent.tools.context import ToolContext
 from agent.tools.ids import adapt_ids, clean_citations
 from agent.tools.registry import Tool, ToolError, ToolResult
@@ -32,7 +32,8 @@ UNCITED = {"yes", "no", "insufficient information", "unknown"}
 SHOWN_IDS = 12
 SENTENCE_WORDS = 12  # longer is a sentence about the answer, not the answer
 RESTATES = 0.7  # share of the question's content words an answer that only repeats it holds
-SHORT = "give only what the question asks for, in a few words (a name, a date, a number, a short event)"
+ASKED = "only what the question asks for, in a few words (a name, a date, a number, a short event)"
+SHORT = f"give {ASKED}"
 SENTENCE = "the answer is a sentence"
 
 
@@ -85,7 +86,7 @@ def shape_problem(question: str, text: str) -> str | None:
     """Why `text` is not a short answer to `question`, or None when it is one."""
     n = len(text.split())
     if n > SENTENCE_WORDS:
-        return f"{SENTENCE} of {n} words; put that sentence in quote, and in answer {SHORT[5:]}, and its citations"
+        return f"{SENTENCE} of {n} words; put that sentence in quote, and in answer {ASKED}, and its citations"
     if restates(question, text):
         return f"the answer repeats the question; {SHORT}, and its citations"
     return None
@@ -110,16 +111,19 @@ def _problem(run: RunState, sq: SubQuestion | None, text: str) -> str | None:
     return shape_problem(sq.text if sq else run.question, text) or (repeated_item(run, sq, text) if sq else None)
 
 
+def _refused(steps: list[Step], head: str) -> bool:
+    """Whether an `answer` call of `steps` was refused with a message opening with `head`."""
+    return any(m.name == "answer" and m.content.startswith(f"error: {head}") for st in steps for m in st.results)
+
+
 def sentence_refused_last(run: RunState) -> bool:
     """Whether the run's last step is an answer call refused for being a sentence."""
-    last = run.steps[-1] if run.steps else None
-    return last is not None and any(m.name == "answer" and m.content.startswith(f"error: {SENTENCE}") for m in last.results)
+    return _refused(run.steps[-1:], SENTENCE)
 
 
 def _refused_before(run: RunState, problem: str) -> bool:
     """Whether an earlier `answer` call was refused for the same problem (the second try is recorded)."""
-    head = problem.split(";")[0]
-    return any(m.name == "answer" and m.content.startswith(f"error: {head}") for st in run.steps for m in st.results)
+    return _refused(run.steps, problem.split(";")[0])
 
 
 def _item(run: RunState, item: int | None) -> SubQuestion | None:
