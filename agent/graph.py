@@ -95,12 +95,12 @@ class AgentGraph:
 
     def offered(self, run: RunState) -> list[ToolSpec]:
         """The specs of this turn: all tools; at the last step every tool but `answer` is marked
-        unavailable (the grammar admits `answer` alone while the prompt's tool list, and so the cached
-        prefix, stays the same)."""
+        unavailable and `answer` available (the grammar admits `answer` alone while the prompt's tool
+        list, and so the cached prefix, stays the same)."""
         specs = self.tool_specs(run)
         if not self.last_step(run):
             return specs
-        return [s if s.name == "answer" else s.model_copy(update={"available": False}) for s in specs]
+        return [s.model_copy(update={"available": s.name == "answer"}) for s in specs]
 
     def cap(self, run: RunState) -> int:
         """The step cap: `max_steps`, raised for a long task to `ITEM_STEPS` per item (each item needs

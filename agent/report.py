@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from agent.briefing import title as briefing_title
+from agent.chunk_header import split_header
 from agent.memory import call_digest
 from agent.outline import title as outline_title
 from agent.plan import SubQuestion
@@ -21,7 +22,6 @@ from agent.tools.search import snippet
 
 WHY = 3  # cited sentences under the answer
 SENTENCE_CHARS = 300
-_HEADER = re.compile(r"^(?:#+\s|\W*[A-Z][\w ]{0,24}:\s*\S)")  # "# Title", "Date: 2015-01-09", "Source: …"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(A-Z0-9])")
 
 
@@ -35,18 +35,8 @@ def _quote(text: str, limit: int) -> str:
 
 
 def body_text(ev: Evidence) -> str:
-    """A chunk's text without its header lines: its title, "Key: value" lines ("Date: 2015-01-09") and
-    short unpunctuated heading lines at the top."""
-    lines = [ln.strip() for ln in ev.text.splitlines() if ln.strip()]
-    title = _norm(ev.title)
-    while lines:
-        first = lines[0]
-        heading = len(first.split()) <= 12 and not first.rstrip().endswith((".", "!", "?", '"'))
-        if (title and _norm(first) == title) or _HEADER.match(first) and len(first) < 120 or heading and len(lines) > 1:
-            lines.pop(0)
-            continue
-        break
-    return " ".join(" ".join(lines).split())
+    """A chunk's text without its header lines (title, "Key: value" lines, headings at the top)."""
+    return split_header(ev.title, ev.text)[1]
 
 
 def sentences(ev: Evidence) -> list[str]:

@@ -21,11 +21,12 @@ model policy its suggestion (`suggest`: the next call by name and arguments, nev
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, get_args
 
-from agent.focus import backend_embed
+from agent.chunk_header import split_header
+from agent.focus import backend_embed, stem, words
 from agent.llm import LLMError, ToolCall, ToolSpec
 from agent.memory.trajectory import Step
 from agent.plan import ask_json
@@ -111,10 +112,26 @@ def _call(name: str, **arguments: Any) -> ToolCall:
     return ToolCall(id=f"wf_{name}", name=name, arguments=arguments)
 
 
-def scripted_call(script: Script, steps: list[Step], can_read: Collection[str] | None = None) -> ToolCall | None:
-    """The script's next call given the steps taken for this question; None: time to answer. A lookup's
-    best hit is read only when `can_read` (the ids `read` accepts now; None: any) holds it: one shown in
-    full in the context already is not read again."""
+def best_hit(question: str, ids: Sequence[str], evidence: Mapping[str, Evidence] | None) -> str | None:
+    """The hit to read: the one whose body (header lines aside: a title or a "Date:" line states nothing)
+    holds most of the question's words, the search's rank breaking ties. The retriever ranks a chunk by
+    its whole text, so the first chunk of the right document often comes before the one that answers."""
+    if not ids or not evidence:
+        return ids[0] if ids else None
+    asked = {stem(w) for w in words(question)}
+
+    def held(cid: str) -> int:
+        ev = evidence.get(cid)
+        return len(asked & {stem(w) for w in words(split_header(ev.title, ev.text)[1])}) if ev else 0
+
+    return max(ids, key=lambda cid: (held(cid), -ids.index(cid)))
+
+
+def scripted_call(script: Script, steps: list[Step], can_read: Collection[str] | None = None,
+                  evidence: Mapping[str, Evidence] | None = None) -> ToolCall | None:  # fmt: skip
+    """The script's next call given the steps taken for this question; None: time to answer. A lookup
+    reads its best hit (`best_hit` over `evidence`; without it, the first), only when `can_read` (the ids
+    `read` accepts now; None: any) holds it: one shown in full in the context already is not read again."""
     if script.form == "temporal" and script.temporal is not None:
         tq = script.temporal
         op = "order" if tq.kind == "order" else "difference"
@@ -138,7 +155,7 @@ def scripted_call(script: Script, steps: list[Step], can_read: Collection[str] |
     searched = _made(steps, "search")
     if searched is None:
         return _call("search", query=script.question)
-    best = searched[2].chunk_ids[0] if searched[2].chunk_ids else None
+    best = best_hit(script.question, searched[2].chunk_ids, evidence)
     if _made(steps, "read") is None and best is not None and (can_read is None or best in can_read):
         return _call("read", id=best)
     return None
@@ -170,13 +187,13 @@ class WorkflowPolicy:
     def suggest(self, run: RunState) -> ToolCall:
         """The call this policy would make next from `run`'s state (found without a model call)."""
         question, _ = self.current(run)
-        return scripted_call(self.script(question, None), item_steps(run), readable(run)) or _call("answer")
+        return scripted_call(self.script(question, None), item_steps(run), readable(run), run.evidence) or _call("answer")
 
     def next_call(self, run: RunState, specs: list[ToolSpec], ctx: PolicyContext) -> Turn:
         question, item = self.current(run)
         offered = {s.name for s in specs if s.available}
         steps = item_steps(run)
-        call = scripted_call(self.script(question, ctx), steps, readable(run))
+        call = scripted_call(self.script(question, ctx), steps, readable(run), run.evidence)
         if call is None or call.name not in offered:
             call = self.answer_call(run, question, item, steps, ctx)
         call.id = f"wf_{run.next_step}"

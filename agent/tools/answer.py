@@ -4,9 +4,14 @@ The answer text is the policy's own: nothing rewrites it. A citation of a chunk 
 refused, naming the valid ids. Without citations, the seen chunks whose text holds the answer are cited
 (the policy's text unchanged); an answer no seen chunk holds and no citation supports is refused —
 except yes/no and "insufficient information", which no passage spells out. An answer to a question that
-is a sentence (more than `SENTENCE_WORDS` words) or that repeats the question's own words, or an item's
-answer that another item already has, is refused once with what a short answer is; given again, or at
+is a sentence (more than `SENTENCE_WORDS` words), that repeats the question's own words, or that only names
+what the question names (itself, or once `resolve` filled a name in: the hop before the answer), or an
+item's answer that another item already has, is refused once with what a short answer is; given again, or at
 the run's last step, it is recorded as it stands (the policy decides, the tool only states the contract).
+
+After an answer naming only what the question names is refused, `answer` is not offered for one turn: a
+1.5B model told so gives the same answer again at once, even when told which question to search; made to
+take one more step (search, read, resolve) first, it answers from what that step found, or repeats.
 
 After a sentence is refused, the next answer call must open with `quote` (the grammar lists it first and
 requires it): a 1.5B model given the same schema writes the same sentence again word for word, whatever
@@ -35,6 +40,8 @@ RESTATES = 0.7  # share of the question's content words an answer that only repe
 ASKED = "only what the question asks for, in a few words (a name, a date, a number, a short event)"
 SHORT = f"give {ASKED}"
 SENTENCE = "the answer is a sentence"
+NAMED = "the answer only names what the question names"
+_CHOICE = re.compile(r"\b(?:or|between|either)\b", re.IGNORECASE)  # an answer naming an option is one
 
 
 def _words(text: str) -> str:
@@ -82,6 +89,30 @@ def restates(question: str, answer: str) -> bool:
     return len(a) >= 3 and a <= q and len(a) >= RESTATES * len(q)
 
 
+def _names_only(question: str, text: str) -> bool:
+    said = set(words(text))
+    return bool(said) and said <= set(words(question))
+
+
+def echo_problem(run: RunState, question: str, text: str) -> str | None:
+    """Why `text` names what `question` already names, not what it asks (None: it names something new).
+
+    The words are compared as written (no stems: "Jong-suk" is not "Jong-chul"). The question's form with
+    a resolved name filled in counts too: "Owen Pritchard" does not answer "Who succeeded Owen Pritchard?".
+    A question offering options ("A or B", "between A and B") is answered by naming one of them.
+    """
+    if _CHOICE.search(question):
+        return None
+    if _names_only(question, text):
+        return f"{NAMED} ({text!r}); it asks for something else about it: search or read for that, then answer"
+    for data in (d for st in run.steps for d in st.data):
+        hop = data.get("question_with_name")
+        if isinstance(hop, str) and _names_only(hop, text):
+            return (f"{NAMED} once resolved ({text!r} is {data.get('description')!r}); it asks: {hop} — "
+                    "search that, then answer")
+    return None
+
+
 def shape_problem(question: str, text: str) -> str | None:
     """Why `text` is not a short answer to `question`, or None when it is one."""
     n = len(text.split())
@@ -108,7 +139,9 @@ def _problem(run: RunState, sq: SubQuestion | None, text: str) -> str | None:
     "give an overview of …", are answered by findings, not a phrase)."""
     if run.plan.outline:
         return None
-    return shape_problem(sq.text if sq else run.question, text) or (repeated_item(run, sq, text) if sq else None)
+    question = sq.text if sq else run.question
+    return (shape_problem(question, text) or echo_problem(run, question, text)
+            or (repeated_item(run, sq, text) if sq else None))
 
 
 def _refused(steps: list[Step], head: str) -> bool:
@@ -121,9 +154,15 @@ def sentence_refused_last(run: RunState) -> bool:
     return _refused(run.steps[-1:], SENTENCE)
 
 
+def echo_refused_last(run: RunState) -> bool:
+    """Whether the run's last step is an answer call refused for naming only what the question names."""
+    return _refused(run.steps[-1:], NAMED)
+
+
 def _refused_before(run: RunState, problem: str) -> bool:
     """Whether an earlier `answer` call was refused for the same problem (the second try is recorded)."""
-    return _refused(run.steps, problem.split(";")[0])
+    named = problem.startswith(NAMED)  # the same kind of echo, whatever it names: up to its "("
+    return _refused(run.steps, problem[: problem.index("(") + 1] if named else problem.split(";")[0])
 
 
 def _item(run: RunState, item: int | None) -> SubQuestion | None:
@@ -172,5 +211,8 @@ def make_answer(ctx: ToolContext) -> Tool:
     def required() -> list[str]:
         return ["quote"] if sentence_refused_last(ctx.run) else []
 
+    def ready() -> bool:
+        return not echo_refused_last(ctx.run)
+
     return Tool.from_function(answer, choices=choices, adapt=adapt_ids("citations"), enforce_choices=False,
-                              required=required)
+                              required=required, ready=ready)

@@ -11,7 +11,8 @@ the status line shows, the chunk ids seen so far). `ToolRegistry.specs()` puts t
 value `available=False`; `parameters` (what the prompt shows) never changes. A call outside the
 choices is answered with the valid ones. A tool may also name optional parameters that are required
 *right now* (`required`): the grammar then lists them first and requires them (a constrained decoder
-writes properties in schema order). This is the one tool surface for inference, SFT and RL.
+writes properties in schema order); and whether it is offered this turn at all (`ready`). This is the
+one tool surface for inference, SFT and RL.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ def _strip_titles(schema: Any) -> Any:
 
 Choices = Callable[[], dict[str, list[Any]]]
 Required = Callable[[], list[str]]
+Ready = Callable[[], bool]
 Adapter = Callable[[dict[str, Any]], dict[str, Any]]
 
 
@@ -119,6 +121,7 @@ class Tool:
     adapt: Adapter | None = None  # maps other argument shapes (a step range for fold) onto this signature
     enforce_choices: bool = True  # False: choices only narrow the grammar (the tool drops bad values)
     required: Required | None = None  # optional parameters required right now, listed first in the grammar
+    ready: Ready | None = None  # False: not offered this turn (`available=False`), whatever its choices
 
     @classmethod
     def from_function(
@@ -131,6 +134,7 @@ class Tool:
         adapt: Adapter | None = None,
         enforce_choices: bool = True,
         required: Required | None = None,
+        ready: Ready | None = None,
     ) -> Tool:
         hints = typing.get_type_hints(fn)
         doc, arg_docs = _doc_parts(fn)
@@ -148,7 +152,7 @@ class Tool:
         schema = _strip_titles(model.model_json_schema())
         schema.pop("additionalProperties", None)
         return cls(name or fn.__name__, fn, description or doc, model, schema, choices, adapt, enforce_choices,
-                   required)
+                   required, ready)
 
     def spec(self) -> ToolSpec:
         spec = ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
@@ -157,6 +161,8 @@ class Tool:
         now = self.required() if self.required is not None else []
         if now:
             spec.grammar_parameters = required_first(spec.grammar_parameters or self.parameters, now)
+        if self.ready is not None and not self.ready():
+            spec.available = False
         return spec
 
     def check_choices(self, arguments: dict[str, Any]) -> None:

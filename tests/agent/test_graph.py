@@ -11,7 +11,7 @@ from agent_doubles import ScriptedChatModel
 from agent.graph import AgentDeps, AgentGraph
 from agent.runner import run_agent
 from agent.state import RunState
-from agent.tools.answer import shape_problem
+from agent.tools.answer import echo_problem, shape_problem
 from eventfold.run_options import RunOptions
 
 Q = "Where was Marie Curie born?"
@@ -223,6 +223,42 @@ def test_after_a_sentence_is_refused_the_answer_call_opens_with_its_quote(backen
     assert [g["required"][0] for g in grammars] == ["answer", "answer", "quote"]
     assert specs[2].parameters == specs[0].parameters  # the prompt's schema stays the same
     assert run.answer == "Warsaw" and run.steps[-1].data[0]["quote"] == sentence
+
+
+def test_an_answer_naming_only_what_the_question_names_is_refused_and_one_more_step_taken(backend):
+    """"Pierre Curie" answers nothing of "Where was the husband of Marie Sklodowska born?" once resolve has
+    filled that name in: the refusal gives the question with the name, `answer` is not offered in the
+    next turn (a small model repeats itself at once), and the policy's answer given again stands."""
+    question = "Where was the husband of Marie Sklodowska born?"
+    model = ScriptedChatModel([
+        ("search", {"query": "Marie Sklodowska husband"}),
+        ("answer", {"answer": "Marie Sklodowska", "citations": ["d2#1"]}),
+        ("resolve", {"description": "the husband of Marie Sklodowska"}),
+        ("answer", {"answer": "Pierre Curie", "citations": ["d2#0"]}),
+        ("search", {"query": "Where was Pierre Curie born?"}),
+        ("answer", {"answer": "Pierre Curie", "citations": ["d2#0"]}),
+    ], json_replies=[{"name": "Pierre Curie"}])  # fmt: skip
+    run = run_agent(question, AgentDeps(model, backend), RunOptions(**OPTS)).run
+    results = [s.results[0].content for s in run.steps]
+    assert results[1].startswith("error: the answer only names what the question names ('Marie Sklodowska')")
+    assert results[3].startswith("error: the answer only names what the question names once resolved "
+                                 "('Pierre Curie' is 'the husband of Marie Sklodowska'); it asks: Where was "
+                                 "Pierre Curie born?")
+    offered = [next(s for s in c["tools"] if s.name == "answer").available for c in _turns(model)]
+    assert offered == [True, True, False, True, False, True]
+    assert run.status == "answered" and run.answer == "Pierre Curie" and run.counters.tool_errors == 2
+
+
+@pytest.mark.parametrize(("question", "answer", "refused"), [
+    ("What is the name of the waterfall in the country where the Bubye River is found?", "Bubye River", True),
+    ("What is the name of the waterfall in the country where the Bubye River is found?", "Victoria Falls", False),
+    ("Who is the wife of Kim Jong-chul?", "Kim Jong-suk", False),  # words as written, not stems
+    ("Which singer is American, Mark King or Nick Hexum?", "Nick Hexum", False),  # an option
+    ("Between Iain Banks and Irwin Shaw, which writer has had a more diverse career?", "Irwin Shaw", False),
+    ("Did the Fennick boil-water notice come before 2014?", "yes", False),
+])  # fmt: skip
+def test_which_answers_only_name_what_the_question_names(question: str, answer: str, refused: bool):
+    assert (echo_problem(RunState(question=question), question, answer) is not None) is refused
 
 
 @pytest.mark.parametrize(("question", "answer", "problem"), [

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from agent_doubles import ScriptedChatModel
 
+from agent.policy.workflow import best_hit
 from agent.state import RunState
 from agent.tools import build_registry
 from agent.tools.context import ToolContext
@@ -241,3 +242,21 @@ def test_resolve_with_the_real_small_model_names_the_described_entities(riversid
     for stack, description, name in cases:
         result = _call(stack, "resolve", model=model, description=description)
         assert result.data["name"] == name, (description, result.content)
+
+
+def test_search_shows_a_date_line_as_metadata_and_a_lookup_reads_the_hit_that_answers(riverside: Any):
+    """The first chunk of the notice's document starts with its title and "Date: 2013-07-30": shown as
+    the first words of the text, a small model answers that date. The lookup reads the hit whose body
+    holds most of the question's words: the one that says when the notice was lifted."""
+    question = "On what date was the Fennick boil-water notice lifted?"
+    ctx = ToolContext(run=RunState(question=question), backend=riverside.retriever, model=ScriptedChatModel([]),
+                      options=RunOptions())
+    tools = build_registry(ctx)
+    result = tools.call("search", {"query": question})
+    ctx.run.evidence.update({ev.chunk_id: ev for ev in result.evidence})
+    assert "Date:" not in result.content and '"Boil-Water Notice for Fennick" (published 2013-07-30):' in result.content
+    evidence = {ev.chunk_id: ev for ev in result.evidence}
+    best = best_hit(question, list(evidence), evidence)
+    assert best is not None and "lifted on 26 July 2013" in evidence[best].text
+    read = tools.call("read", {"id": best})
+    assert read.content.splitlines()[0].startswith(f'[c:{best}] "Boil-Water Notice for Fennick"')
