@@ -4,10 +4,11 @@ The answer text is the policy's own: nothing rewrites it. A citation of a chunk 
 refused, naming the valid ids. Without citations, the seen chunks whose text holds the answer are cited
 (the policy's text unchanged); an answer no seen chunk holds and no citation supports is refused —
 except yes/no and "insufficient information", which no passage spells out. An answer to a question that
-is a sentence (more than `SENTENCE_WORDS` words), that repeats the question's own words, or that only names
-what the question names (itself, or once `resolve` filled a name in: the hop before the answer), or an
-item's answer that another item already has, is refused once with what a short answer is; given again, or at
-the run's last step, it is recorded as it stands (the policy decides, the tool only states the contract).
+is a sentence (more than `SENTENCE_WORDS` words), that repeats the question's own words, that names
+neither option of a question ending in two ("…: A or B?"), or that only names what the question names
+(itself, or once `resolve` filled a name in: the hop before the answer), or an item's answer that another
+item already has, is refused once with what a short answer is; given again, or at the run's last step,
+it is recorded as it stands (the policy decides, the tool only states the contract).
 
 After an answer naming only what the question names is refused, `answer` is not offered for one turn: a
 1.5B model told so gives the same answer again at once, even when told which question to search; made to
@@ -42,6 +43,8 @@ SHORT = f"give {ASKED}"
 SENTENCE = "the answer is a sentence"
 NAMED = "the answer only names what the question names"
 _CHOICE = re.compile(r"\b(?:or|between|either)\b", re.IGNORECASE)  # an answer naming an option is one
+_OPTIONS = re.compile(r"[:,]\s*([^:,?]+?)\s+or\s+([^:,?]+?)\s*\?\s*$")  # "Which cost more: A or B?"
+OPTIONS = "the question asks to choose"
 
 
 def _words(text: str) -> str:
@@ -113,6 +116,20 @@ def echo_problem(run: RunState, question: str, text: str) -> str | None:
     return None
 
 
+def options_problem(question: str, text: str) -> str | None:
+    """Why `text` answers no option of a question that ends in two ("…: A or B?", "…, A or B?"): fewer than
+    half its words are one option's ("Corrow Valley Water" names neither "the Fennick Water Board" nor
+    "Sallow District Waterworks"); None: it names one, there are no options, or it abstains."""
+    found = _OPTIONS.search(question)
+    said = set(words(text))
+    if found is None or not said or _words(text) in UNCITED:
+        return None
+    a, b = (" ".join(o.split()) for o in found.groups())
+    if max(len(said & set(words(a))), len(said & set(words(b)))) * 2 >= len(said):
+        return None
+    return f"{OPTIONS}: {a!r} or {b!r}; answer with the one that fits, and its citations"
+
+
 def shape_problem(question: str, text: str) -> str | None:
     """Why `text` is not a short answer to `question`, or None when it is one."""
     n = len(text.split())
@@ -140,7 +157,7 @@ def _problem(run: RunState, sq: SubQuestion | None, text: str) -> str | None:
     if run.plan.outline:
         return None
     question = sq.text if sq else run.question
-    return (shape_problem(question, text) or echo_problem(run, question, text)
+    return (shape_problem(question, text) or options_problem(question, text) or echo_problem(run, question, text)
             or (repeated_item(run, sq, text) if sq else None))
 
 

@@ -11,7 +11,7 @@ from agent_doubles import ScriptedChatModel
 from agent.graph import AgentDeps, AgentGraph
 from agent.runner import run_agent
 from agent.state import RunState
-from agent.tools.answer import echo_problem, shape_problem
+from agent.tools.answer import echo_problem, options_problem, shape_problem
 from eventfold.run_options import RunOptions
 
 Q = "Where was Marie Curie born?"
@@ -259,6 +259,25 @@ def test_an_answer_naming_only_what_the_question_names_is_refused_and_one_more_s
 ])  # fmt: skip
 def test_which_answers_only_name_what_the_question_names(question: str, answer: str, refused: bool):
     assert (echo_problem(RunState(question=question), question, answer) is not None) is refused
+
+
+MERGER = "Which served more people at the time of the 2008 merger: the Fennick Water Board or Sallow District Waterworks?"
+
+
+@pytest.mark.parametrize(("question", "answer", "refused"), [
+    (MERGER, "Corrow Valley Water", True),  # the company the two merged into: neither option
+    (MERGER, "the Fennick Water Board", False),
+    (MERGER, "Sallow", False),
+    (MERGER, "Insufficient information", False),  # an abstention is no pick
+    ("Which cost more: the repair of the Hollin spillway or the replacement of the Sallow Road main?", "£20 million",
+     True),
+    ("Which singer is American, Mark King or Nick Hexum?", "Nick Hexum", False),
+    ("Who directed the film that was shot in or around Leland, North Carolina in 1986?", "Stephen King", False),
+])  # fmt: skip
+def test_an_answer_to_a_question_ending_in_two_options_names_one(question: str, answer: str, refused: bool):
+    found = options_problem(question, answer)
+    assert (found is not None) is refused
+    assert found is None or found.startswith("the question asks to choose: ")
 
 
 @pytest.mark.parametrize(("question", "answer", "problem"), [
