@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["header_note", "split_header"]
+__all__ = ["header_note", "norm", "shown", "split_header"]
 
 _HEADER = re.compile(r"^(?:#+\s|\W*[A-Z][\w ]{0,24}:\s*\S)")  # "# Title", "Date: 2015-01-09", "Source: …"
 _FIELD = re.compile(r"^\W*([A-Z][\w ]{0,24}):\s*(\S.*)$")
 _LABELS = {"date": "published"}  # what a bare "Date:" of a document header means
 
 
-def _norm(text: str) -> str:
+def norm(text: str) -> str:
+    """Lower-case words joined by single spaces (text compared whatever its punctuation)."""
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
@@ -26,12 +27,12 @@ def split_header(title: str, text: str, *, headings: bool = True) -> tuple[list[
     `headings=False` only the title line and the fields leave the body (a tool shows every other line)."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     fields: list[tuple[str, str]] = []
-    key = _norm(title)
+    key = norm(title)
     while lines:
         first = lines[0]
         heading = headings and len(first.split()) <= 12 and not first.rstrip().endswith((".", "!", "?", '"'))
         field = _FIELD.match(first) if len(first) < 120 and not first.startswith("#") else None
-        if (key and _norm(first) == key) or field or (headings and _HEADER.match(first) and len(first) < 120) \
+        if (key and norm(first) == key) or field or (headings and _HEADER.match(first) and len(first) < 120) \
                 or heading and len(lines) > 1:
             if field:
                 fields.append((field.group(1).strip(), field.group(2).strip()))
@@ -45,3 +46,10 @@ def header_note(fields: list[tuple[str, str]]) -> str:
     """The fields as a note after a title: ` (published 2013-07-30)`; "" without fields."""
     said = [f"{_LABELS.get(k.lower(), k.lower())} {v}" for k, v in fields]
     return f" ({'; '.join(said)})" if said else ""
+
+
+def shown(title: str, text: str) -> tuple[str, str]:
+    """What a tool shows of a chunk: the note after its title (`header_note`) and its text without the
+    title line and the fields (every other line kept; the whole text when nothing else is left)."""
+    fields, body = split_header(title, text, headings=False)
+    return header_note(fields), body or text

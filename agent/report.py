@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from agent.briefing import title as briefing_title
-from agent.chunk_header import split_header
+from agent.chunk_header import norm, split_header
 from agent.memory import call_digest
 from agent.outline import title as outline_title
 from agent.plan import SubQuestion
@@ -23,10 +23,6 @@ from agent.tools.search import snippet
 WHY = 3  # cited sentences under the answer
 SENTENCE_CHARS = 300
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(A-Z0-9])")
-
-
-def _norm(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.lower()))
 
 
 def _quote(text: str, limit: int) -> str:
@@ -47,8 +43,8 @@ def sentences(ev: Evidence) -> list[str]:
 def best_sentence(ev: Evidence, query: str, answer: str = "") -> str:
     """The sentence of `ev` holding the answer (if one does) that shares most words with `query`."""
     sents = sentences(ev) or [snippet(body_text(ev) or ev.text, 200)]
-    key = _norm(answer)
-    holding = [s for s in sents if key and key in _norm(s)] or sents
+    key = norm(answer)
+    holding = [s for s in sents if key and key in norm(s)] or sents
     words = set(re.findall(r"\w{3,}", f"{query} {answer}".lower()))
     return max(holding, key=lambda s: len(words & set(re.findall(r"\w{3,}", s.lower()))))
 
@@ -62,9 +58,9 @@ def select_citations(run: RunState, limit: int = 5) -> tuple[list[Evidence], str
     chosen = [run.evidence[c] for c in cited if c in run.evidence]
     if chosen:
         return chosen[:limit], "cited by the answer"
-    answer = _norm(run.answer or "")
+    answer = norm(run.answer or "")
     if answer and answer not in ("unknown", "insufficient information"):
-        hits = sorted((ev for ev in run.evidence.values() if answer in _norm(ev.text)), key=lambda ev: ev.step)
+        hits = sorted((ev for ev in run.evidence.values() if answer in norm(ev.text)), key=lambda ev: ev.step)
         if hits:
             return hits[:limit], "seen passages that contain the answer"
     return [], "no passage supports an answer"

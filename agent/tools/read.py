@@ -3,7 +3,7 @@ shown in full in the visible context (a re-read is not offered, and refused with
 
 from __future__ import annotations
 
-from agent.chunk_header import header_note, split_header
+from agent.chunk_header import shown
 from agent.prompts import DATA_NOTE
 from agent.state import Evidence, RunState
 from agent.tools.context import ToolContext, neutralize
@@ -47,9 +47,9 @@ def make_read(ctx: ToolContext) -> Tool:
             step=run.next_step,
             sub_question=seen.sub_question if seen else None,
         )
-        fields, body = split_header(chunk.title, chunk.text, headings=False)
-        head = f'[c:{chunk.chunk_id}] "{neutralize(chunk.title)}"{neutralize(header_note(fields))} {DATA_NOTE}:'
-        return ToolResult(content=f"{head}\n{neutralize(snippet(body or chunk.text, limit))}", evidence=[ev])
+        meta, body = shown(chunk.title, chunk.text)
+        head = f'[c:{chunk.chunk_id}] "{neutralize(chunk.title)}"{neutralize(meta)} {DATA_NOTE}:'
+        return ToolResult(content=f"{head}\n{neutralize(snippet(body, limit))}", evidence=[ev])
 
     def choices() -> dict[str, list[object]]:
         return {"id": list(readable(ctx.run))}

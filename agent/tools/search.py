@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from agent.chunk_header import header_note, split_header
+from agent.chunk_header import shown
 from agent.prompts import DATA_NOTE
 from agent.state import Evidence
 from agent.tools.context import ToolContext, neutralize
@@ -38,10 +38,10 @@ def run_search(ctx: ToolContext, query: str, note: str = "", *, top_k: int | Non
     evidence = []
     for i, ch in enumerate(chunks, 1):
         if i <= opts.show_k:
-            fields, body = split_header(ch.title, ch.text, headings=False)
+            meta, body = shown(ch.title, ch.text)
             title = f' "{neutralize(ch.title)}"' if ch.title else ""
-            note = neutralize(header_note(fields))
-            lines.append(f"[{i}] [c:{ch.chunk_id}]{title}{note}: {neutralize(snippet(body or ch.text, opts.result_chars))}")
+            lines.append(f"[{i}] [c:{ch.chunk_id}]{title}{neutralize(meta)}: "
+                         f"{neutralize(snippet(body, opts.result_chars))}")
         evidence.append(
             Evidence(chunk_id=ch.chunk_id, doc_id=ch.doc_id, title=ch.title, text=ch.text, step=run.next_step,
                      score=ch.score, rank=i, sub_question=item.id if item is not None else None)  # fmt: skip
