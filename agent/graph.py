@@ -136,7 +136,9 @@ class AgentGraph:
         """The workflow policy's next call as text, shown to the model policy (None when not shown)."""
         if self.policy is self.workflow or not self.options.suggest or self.last_step(run):
             return None
-        return call_text(self.workflow.suggest(run))
+        # the script the workflow policy itself follows: a bridge only the model's split finds ("the
+        # waterfall in the country where …") starts with resolve, where the rules alone suggest a search
+        return call_text(self.workflow.suggest(run, PolicyContext(self.deps.model, self.options, self.ctx(run))))
 
     def workflow_call(self, run: RunState, suggestion: str | None) -> str | None:
         """The workflow policy's next call for the step's record: the suggestion when one is shown, else

@@ -184,10 +184,12 @@ class WorkflowPolicy:
         sq = next(iter(run.plan.open()), None)
         return (sq.text, sq.id) if sq is not None else (run.question, None)
 
-    def suggest(self, run: RunState) -> ToolCall:
-        """The call this policy would make next from `run`'s state (found without a model call)."""
+    def suggest(self, run: RunState, ctx: PolicyContext | None = None) -> ToolCall:
+        """The call this policy would make next from `run`'s state. With `ctx`, the question's script is
+        the one `next_call` follows (a bridge's description split by one model call, once per question);
+        without it, by the rules alone (no model call: a record of the call, not a suggestion)."""
         question, _ = self.current(run)
-        return scripted_call(self.script(question, None), item_steps(run), readable(run), run.evidence) or _call("answer")
+        return scripted_call(self.script(question, ctx), item_steps(run), readable(run), run.evidence) or _call("answer")
 
     def next_call(self, run: RunState, specs: list[ToolSpec], ctx: PolicyContext) -> Turn:
         question, item = self.current(run)

@@ -14,6 +14,9 @@ After an answer naming only what the question names is refused, `answer` is not 
 1.5B model told so gives the same answer again at once, even when told which question to search; made to
 take one more step (search, read, resolve) first, it answers from what that step found, or repeats.
 
+After an answer naming neither option is refused, the next answer call's grammar admits the two options
+alone: told them in the refusal, a 1.5B model gave its refused answer again word for word (2 of 2 runs).
+
 After a sentence is refused, the next answer call must open with `quote` (the grammar lists it first and
 requires it): a 1.5B model given the same schema writes the same sentence again word for word, whatever
 the refusal says; given a field for the sentence first, it writes it there and then the few words ("The
@@ -116,15 +119,24 @@ def echo_problem(run: RunState, question: str, text: str) -> str | None:
     return None
 
 
+def question_options(question: str) -> tuple[str, str] | None:
+    """The two options a question ends in ("Which cost more: A or B?" -> (A, B)), None when it offers none."""
+    found = _OPTIONS.search(question)
+    if found is None:
+        return None
+    a, b = (" ".join(o.split()) for o in found.groups())
+    return a, b
+
+
 def options_problem(question: str, text: str) -> str | None:
     """Why `text` answers no option of a question that ends in two ("…: A or B?", "…, A or B?"): fewer than
     half its words are one option's ("Corrow Valley Water" names neither "the Fennick Water Board" nor
     "Sallow District Waterworks"); None: it names one, there are no options, or it abstains."""
-    found = _OPTIONS.search(question)
+    options = question_options(question)
     said = set(words(text))
-    if found is None or not said or _words(text) in UNCITED:
+    if options is None or not said or _words(text) in UNCITED:
         return None
-    a, b = (" ".join(o.split()) for o in found.groups())
+    a, b = options
     if max(len(said & set(words(a))), len(said & set(words(b)))) * 2 >= len(said):
         return None
     return f"{OPTIONS}: {a!r} or {b!r}; answer with the one that fits, and its citations"
@@ -171,6 +183,11 @@ def sentence_refused_last(run: RunState) -> bool:
     return _refused(run.steps[-1:], SENTENCE)
 
 
+def options_refused_last(run: RunState) -> bool:
+    """Whether the run's last step is an answer call refused for naming neither option of the question."""
+    return _refused(run.steps[-1:], OPTIONS)
+
+
 def echo_refused_last(run: RunState) -> bool:
     """Whether the run's last step is an answer call refused for naming only what the question names."""
     return _refused(run.steps[-1:], NAMED)
@@ -178,6 +195,8 @@ def echo_refused_last(run: RunState) -> bool:
 
 def _refused_before(run: RunState, problem: str) -> bool:
     """Whether an earlier `answer` call was refused for the same problem (the second try is recorded)."""
+    if problem.startswith(SENTENCE):  # a sentence again, whatever its length
+        return _refused(run.steps, SENTENCE)
     named = problem.startswith(NAMED)  # the same kind of echo, whatever it names: up to its "("
     return _refused(run.steps, problem[: problem.index("(") + 1] if named else problem.split(";")[0])
 
@@ -223,7 +242,13 @@ def make_answer(ctx: ToolContext) -> Tool:
         return ToolResult(content=f"Answer to item {sq.id} recorded: {text}{rest}", final=not left, data=data)
 
     def choices() -> dict[str, list[object]]:
-        return {"citations": list(ctx.run.evidence), "item": [s.id for s in ctx.run.plan.sub_questions]}
+        run = ctx.run
+        now: dict[str, list[object]] = {"citations": list(run.evidence), "item": [s.id for s in run.plan.sub_questions]}
+        sq = next(iter(run.plan.open()), None) if run.plan.sub_questions else None
+        options = question_options(sq.text if sq else run.question) if options_refused_last(run) else None
+        if options:  # told the two options, a 1.5B gave its refused answer again: the grammar offers them alone
+            now["answer"] = list(options)
+        return now
 
     def required() -> list[str]:
         return ["quote"] if sentence_refused_last(ctx.run) else []

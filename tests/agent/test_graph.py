@@ -9,6 +9,7 @@ import pytest
 from agent_doubles import ScriptedChatModel
 
 from agent.graph import AgentDeps, AgentGraph
+from agent.policy import WorkflowPolicy
 from agent.runner import run_agent
 from agent.state import RunState
 from agent.tools.answer import echo_problem, options_problem, shape_problem
@@ -138,6 +139,39 @@ def test_the_model_sees_the_workflow_suggestion_and_the_trajectory_records_if_it
     assert (run.counters.suggestions_shown, run.counters.suggestions_followed) == (2, 1)
 
 
+def test_a_bridge_only_the_models_split_finds_is_suggested_as_the_workflow_policy_runs_it(backend):
+    """The suggestion is the workflow policy's own next call: for a bridge question the rules cannot split,
+    resolve (the description found by one model call, counted in the run), not a plain search."""
+    question = "What is the name of the waterfall in the country where the Bubye River is found?"
+    split = {"first": "Where is the Bubye River found?", "then": "What is the name of the waterfall in #1?"}
+    model = ScriptedChatModel([("search", {"query": "Bubye River"}), ("answer", {"answer": "Warsaw", "citations": ["d1#0"]})],
+                              json_replies=[split])  # fmt: skip
+    run = run_agent(question, AgentDeps(model, backend), RunOptions(fold_summary="deterministic")).run
+    status = [c["messages"][-1].content for c in _turns(model)]
+    assert "suggested: resolve(description='the country where the Bubye River is found')" in status[0]
+    assert run.steps[0].followed is False and run.counters.llm_calls == 3  # the split, then two turns
+    assert WorkflowPolicy().suggest(RunState(question=question)).name == "search"  # the rules alone
+
+
+def test_after_an_answer_naming_neither_option_is_refused_the_grammar_offers_the_two(backend):
+    """A small model told the two options gives its refused answer again; the retry's grammar admits the
+    options alone (the prompt's schema stays the same), and the policy picks one."""
+    question = "Which is older: the Warsaw Conservatory or the Sorbonne?"
+    model = ScriptedChatModel([
+        ("search", {"query": "Warsaw"}),
+        ("answer", {"answer": "Marie Curie", "citations": ["d1#0"]}),
+        ("answer", {"answer": "the Sorbonne", "citations": ["d1#0"]}),
+    ])  # fmt: skip
+    run = run_agent(question, AgentDeps(model, backend), RunOptions(**OPTS)).run
+    assert run.steps[1].results[0].content.startswith("error: the question asks to choose: 'the Warsaw Conservatory' "
+                                                      "or 'the Sorbonne'")
+    specs = [next(s for s in c["tools"] if s.name == "answer") for c in _turns(model)]
+    grammars = [(s.grammar_parameters or s.parameters)["properties"]["answer"] for s in specs]
+    assert [g.get("enum") for g in grammars] == [None, None, ["the Warsaw Conservatory", "the Sorbonne"]]
+    assert specs[2].parameters == specs[0].parameters
+    assert run.status == "answered" and run.answer == "the Sorbonne"
+
+
 def test_the_guard_folds_only_on_overflow_and_counts_it(backend):
     turns = [("search", {"query": q}) for q in ("Marie Curie", "Pierre Curie", "Warsaw river", "Nobel Prize")]
     model = ScriptedChatModel([*turns, ("answer", {"answer": "Warsaw", "citations": ["d1#0"]})])
@@ -198,6 +232,15 @@ def test_a_sentence_or_the_question_repeated_as_answer_is_refused_once_then_reco
     assert results[2].startswith("error: the answer repeats the question; give only what the question asks")
     # the policy decides: the same answer given again stands as written
     assert run.status == "answered" and run.answer == "Marie Curie born" and run.counters.tool_errors == 2
+
+
+def test_a_second_sentence_of_another_length_is_recorded_not_refused_again(backend):
+    first = "Marie Curie was born in the city of Warsaw, which was then part of the Russian Empire"
+    second = "Marie Curie was born in Warsaw, then a city of the Russian Empire, in the year 1867"
+    model = ScriptedChatModel([("search", {"query": "Marie Curie born"}), ("answer", {"answer": first, "citations": ["d1#0"]}),
+                               ("answer", {"quote": first, "answer": second, "citations": ["d1#0"]})])  # fmt: skip
+    run = run_agent(Q, AgentDeps(model, backend), RunOptions(**OPTS)).run
+    assert run.status == "answered" and run.answer == second and run.counters.tool_errors == 1
 
 
 def test_a_long_answer_at_the_last_step_is_recorded_not_refused(backend):
