@@ -13,6 +13,9 @@ trajectory format, and its final answer is its own `answer` call.
 - otherwise: search(question), read(its best hit, unless shown in full already); the answer read
   from the evidence.
 
+After an answer naming only what the question names is refused, a lookup or a bridge reads the best
+hit of its searches not read yet before it answers again (`_reread`).
+
 Answers are read by the reader (`agent.reader`) over the evidence the item's own calls gathered. In a
 long task each item is scripted in turn and answered with `answer(item=n)`. The same script gives the
 model policy its suggestion (`suggest`: the next call by name and arguments, never an answer text).
@@ -34,7 +37,7 @@ from agent.policy.base import PolicyContext, Turn
 from agent.prompts import BRIDGE_SCHEMA, BRIDGE_SYSTEM
 from agent.reader import causes_messages, first_line, is_insufficient, reader_messages
 from agent.state import Evidence, RunState
-from agent.tools.answer import supporting
+from agent.tools.answer import NAMED, supporting
 from agent.tools.context import counted_chat
 from agent.tools.dates import Unit
 from agent.tools.read import readable
@@ -151,14 +154,35 @@ def scripted_call(script: Script, steps: list[Step], can_read: Collection[str] |
             return _call("resolve", description=script.bridge.description)
         name = resolved[1].get("name")
         query = script.bridge.fill(str(name)) if name else script.question
-        return None if _made(steps, "search") else _call("search", query=query)
+        return _reread(query, steps, can_read, evidence) if _made(steps, "search") else _call("search", query=query)
     searched = _made(steps, "search")
     if searched is None:
         return _call("search", query=script.question)
     best = best_hit(script.question, searched[2].chunk_ids, evidence)
     if _made(steps, "read") is None and best is not None and (can_read is None or best in can_read):
         return _call("read", id=best)
-    return None
+    return _reread(script.question, steps, can_read, evidence)
+
+
+def _echo_refused(step: Step) -> bool:
+    return any(c.name == "answer" and r.content.startswith(f"error: {NAMED}")
+               for c, r in zip(step.assistant.tool_calls, step.results, strict=False))  # fmt: skip
+
+
+def _reread(question: str, steps: list[Step], can_read: Collection[str] | None,
+            evidence: Mapping[str, Evidence] | None) -> ToolCall | None:  # fmt: skip
+    """After an answer naming only what the question names was refused: the best hit of the question's
+    searches not read yet (one read per refusal; None: answer). The hit read first named the thing the
+    question is about; another hit of the same search often holds what it asks."""
+    refused = [i for i, s in enumerate(steps) if _echo_refused(s)]
+    if not refused or any(c.name == "read" for s in steps[refused[-1] + 1 :] for c in s.assistant.tool_calls):
+        return None
+    done = {str(c.arguments.get("id")) for s in steps for c in s.assistant.tool_calls if c.name == "read"}
+    hits = dict.fromkeys(cid for s in steps if any(c.name == "search" for c in s.assistant.tool_calls)
+                         for cid in s.chunk_ids)  # fmt: skip
+    left = [cid for cid in hits if cid not in done and (can_read is None or cid in can_read)]
+    best = best_hit(question, left, evidence)
+    return _call("read", id=best) if best else None
 
 
 def gathered(run: RunState, steps: list[Step]) -> list[Evidence]:

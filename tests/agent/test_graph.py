@@ -153,6 +153,23 @@ def test_a_bridge_only_the_models_split_finds_is_suggested_as_the_workflow_polic
     assert WorkflowPolicy().suggest(RunState(question=question)).name == "search"  # the rules alone
 
 
+def test_after_an_answer_naming_what_the_question_names_the_suggestion_reads_another_hit(backend):
+    """The workflow policy's next call after such a refusal (and so the suggestion, while `answer` is not
+    offered) is the best hit of its search not read yet, not `answer`."""
+    model = ScriptedChatModel([
+        ("search", {"query": "Warsaw river"}),
+        ("read", {"id": "d1#0"}),
+        ("answer", {"answer": "Warsaw", "citations": ["d1#0"]}),
+        ("read", {"id": "d3#1"}),
+        ("answer", {"answer": "the Vistula", "citations": ["d3#1"]}),
+    ])  # fmt: skip
+    run = run_agent("Which river does Warsaw lie on?", AgentDeps(model, backend), RunOptions(fold_summary="deterministic")).run
+    status = [c["messages"][-1].content for c in _turns(model)]
+    assert "suggested: answer" in status[2] and "suggested: read(id='d3#1')" in status[3]
+    assert all(s.followed for s in run.steps)
+    assert run.answer == "the Vistula" and run.counters.tool_errors == 1
+
+
 def test_after_an_answer_naming_neither_option_is_refused_the_grammar_offers_the_two(backend):
     """A small model told the two options gives its refused answer again; the retry's grammar admits the
     options alone (the prompt's schema stays the same), and the policy picks one."""
