@@ -17,6 +17,12 @@ take one more step (search, read, resolve) first, it answers from what that step
 After an answer naming neither option is refused, the next answer call's grammar admits the two options
 alone: told them in the refusal, a 1.5B model gave its refused answer again word for word (2 of 2 runs).
 
+After a sentence answer stating a cause and its effect is refused in a run that asked `timeline` for
+causes, the retry's grammar admits the parts of that sentence its causal connective delimits which the
+contract accepts (not the part that repeats the question): told to give the few words, a 1.5B model
+wrote its sentence again in 3 of 6 causal questions ("The crack in the spillway wall caused Corrow Valley
+Water to lower …"); the cause it names is its own words.
+
 After a sentence is refused, the next answer call must open with `quote` (the grammar lists it first and
 requires it): a 1.5B model given the same schema writes the same sentence again word for word, whatever
 the refusal says; given a field for the sentence first, it writes it there and then the few words ("The
@@ -34,6 +40,7 @@ from agent.state import RunState, Step
 from agent.tools.context import ToolContext
 from agent.tools.ids import adapt_ids, clean_citations
 from agent.tools.registry import Tool, ToolError, ToolResult
+from eventrag.connectives import causal_links
 
 __all__ = ["clean_citations", "make_answer", "supporting"]
 
@@ -183,6 +190,18 @@ def sentence_refused_last(run: RunState) -> bool:
     return _refused(run.steps[-1:], SENTENCE)
 
 
+def sentence_parts(run: RunState, sq: SubQuestion | None) -> list[str]:
+    """After a sentence answer was refused in a run that asked the timeline for causes: the cause and the
+    effect its causal connective delimits ("The crack in the spillway wall caused Corrow Valley Water to
+    lower …" -> "The crack in the spillway wall"), those the answer contract accepts; [] otherwise."""
+    if not sentence_refused_last(run) or not any(d.get("relation") == "causes" for st in run.steps for d in st.data):
+        return []
+    refused = run.steps[-1].assistant.tool_calls[0].arguments.get("answer")
+    links = causal_links(" ".join(str(refused).split())) if refused else []
+    parts = dict.fromkeys(p.strip(" ,;") for link in links for p in (link.cause, link.effect))
+    return [p for p in parts if p and _problem(run, sq, p) is None]
+
+
 def options_refused_last(run: RunState) -> bool:
     """Whether the run's last step is an answer call refused for naming neither option of the question."""
     return _refused(run.steps[-1:], OPTIONS)
@@ -248,6 +267,9 @@ def make_answer(ctx: ToolContext) -> Tool:
         options = question_options(sq.text if sq else run.question) if options_refused_last(run) else None
         if options:  # told the two options, a 1.5B gave its refused answer again: the grammar offers them alone
             now["answer"] = list(options)
+        parts = sentence_parts(run, sq)
+        if parts:
+            now["answer"] = parts
         return now
 
     def required() -> list[str]:

@@ -285,6 +285,31 @@ def test_after_a_sentence_is_refused_the_answer_call_opens_with_its_quote(backen
     assert run.answer == "Warsaw" and run.steps[-1].data[0]["quote"] == sentence
 
 
+def test_after_a_causal_sentence_is_refused_the_grammar_offers_its_cause_and_effect(backend):
+    """In a run that asked the timeline for causes, a refused sentence stating a cause and its effect is
+    retried with its parts as the answer's choices (those the contract accepts: not one repeating the
+    question); without the causes call, or for a sentence with no connective, the retry is free."""
+    sentence = "Her research on radioactivity led to the Nobel Prize in Physics in the year 1903"
+    question = "Why did Marie Curie win the Nobel Prize?"
+
+    def run_with(first: tuple[str, dict]) -> tuple[RunState, list]:
+        model = ScriptedChatModel([
+            ("search", {"query": "Marie Curie Nobel Prize"}), first,
+            ("answer", {"answer": sentence, "citations": ["d1#1"]}),
+            ("answer", {"quote": sentence, "answer": "Her research on radioactivity", "citations": ["d1#1"]}),
+        ])  # fmt: skip
+        run = run_agent(question, AgentDeps(model, backend), RunOptions(**OPTS)).run
+        specs = [next(s for s in c["tools"] if s.name == "answer") for c in _turns(model)]
+        return run, [(s.grammar_parameters or s.parameters)["properties"]["answer"].get("enum") for s in specs]
+
+    run, enums = run_with(("timeline", {"subject": "Marie Curie won the Nobel Prize", "relation": "causes"}))
+    assert run.steps[1].data[0]["relation"] == "causes"
+    assert enums == [None, None, None, ["Her research on radioactivity", "the Nobel Prize in Physics in the year 1903"]]
+    assert run.answer == "Her research on radioactivity" and run.steps[-1].data[0]["quote"] == sentence
+    _, enums = run_with(("read", {"id": "d1#1"}))
+    assert enums == [None] * 4
+
+
 def test_an_answer_naming_only_what_the_question_names_is_refused_and_one_more_step_taken(backend):
     """"Pierre Curie" answers nothing of "Where was the husband of Marie Sklodowska born?" once resolve has
     filled that name in: the refusal gives the question with the name, `answer` is not offered in the
