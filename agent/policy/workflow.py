@@ -37,7 +37,7 @@ from agent.policy.base import PolicyContext, Turn
 from agent.prompts import BRIDGE_SCHEMA, BRIDGE_SYSTEM
 from agent.reader import causes_messages, first_line, is_insufficient, reader_messages
 from agent.state import Evidence, RunState
-from agent.tools.answer import NAMED, supporting
+from agent.tools.answer import echo_refused, supporting
 from agent.tools.context import counted_chat
 from agent.tools.dates import Unit
 from agent.tools.read import readable
@@ -164,17 +164,12 @@ def scripted_call(script: Script, steps: list[Step], can_read: Collection[str] |
     return _reread(script.question, steps, can_read, evidence)
 
 
-def _echo_refused(step: Step) -> bool:
-    return any(c.name == "answer" and r.content.startswith(f"error: {NAMED}")
-               for c, r in zip(step.assistant.tool_calls, step.results, strict=False))  # fmt: skip
-
-
 def _reread(question: str, steps: list[Step], can_read: Collection[str] | None,
             evidence: Mapping[str, Evidence] | None) -> ToolCall | None:  # fmt: skip
     """After an answer naming only what the question names was refused: the best hit of the question's
     searches not read yet (one read per refusal; None: answer). The hit read first named the thing the
     question is about; another hit of the same search often holds what it asks."""
-    refused = [i for i, s in enumerate(steps) if _echo_refused(s)]
+    refused = [i for i, s in enumerate(steps) if echo_refused([s])]
     if not refused or any(c.name == "read" for s in steps[refused[-1] + 1 :] for c in s.assistant.tool_calls):
         return None
     done = {str(c.arguments.get("id")) for s in steps for c in s.assistant.tool_calls if c.name == "read"}

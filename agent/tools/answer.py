@@ -207,9 +207,14 @@ def options_refused_last(run: RunState) -> bool:
     return _refused(run.steps[-1:], OPTIONS)
 
 
+def echo_refused(steps: list[Step]) -> bool:
+    """Whether an answer call of `steps` was refused for naming only what the question names."""
+    return _refused(steps, NAMED)
+
+
 def echo_refused_last(run: RunState) -> bool:
     """Whether the run's last step is an answer call refused for naming only what the question names."""
-    return _refused(run.steps[-1:], NAMED)
+    return echo_refused(run.steps[-1:])
 
 
 def _refused_before(run: RunState, problem: str) -> bool:
@@ -263,7 +268,7 @@ def make_answer(ctx: ToolContext) -> Tool:
     def choices() -> dict[str, list[object]]:
         run = ctx.run
         now: dict[str, list[object]] = {"citations": list(run.evidence), "item": [s.id for s in run.plan.sub_questions]}
-        sq = next(iter(run.plan.open()), None) if run.plan.sub_questions else None
+        sq = _item(run, None)  # the item an answer call without `item` is checked against
         options = question_options(sq.text if sq else run.question) if options_refused_last(run) else None
         if options:  # told the two options, a 1.5B gave its refused answer again: the grammar offers them alone
             now["answer"] = list(options)
