@@ -257,10 +257,20 @@ def _names(text: str, name: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
 
 
+def _echoed(m: Matcher, subject: Ranked, query: str, text: str) -> float:
+    """The share of the subject sentence's own words (those the query does not use) that `text` holds: a
+    subject told with its reason ("saying he could not lead an orchestra whose players had voted against
+    him") echoes the event it refers to ("71 of the 78 players voted against him")."""
+    own = {stem(w) for w in words(subject.text)} - {stem(w) for w in words(query)}
+    total = sum(m.idf(w) for w in own)
+    return sum(m.idf(w) for w in own & {stem(w) for w in words(text)}) / total if total else 0.0
+
+
 def _entity_links(
-    subject: Ranked, sents: Sequence[Sentence], passages: Sequence[Passage], m: Matcher
+    subject: Ranked, sents: Sequence[Sentence], passages: Sequence[Passage], m: Matcher, query: str = ""
 ) -> list[Ranked]:
-    """Dated sentences before the subject that name a rare participant of the subject's sentence."""
+    """Dated sentences before the subject that name a rare participant of the subject's sentence, stronger
+    as they echo more of what the subject's sentence says besides the query (`_echoed`)."""
     low = [s.text.lower() for s in sents]
     names = {n.lower() for _, n in find_entities(subject.text)}
     # a name is as rare as its commonest word ("Halvorsen Tidewater Instruments" is no rarer than
@@ -275,6 +285,7 @@ def _entity_links(
         shared = sorted(n for n in names if _names(text, n))
         got = min(1.0, sum(rarity[n] for n in shared))
         if got > 0:
+            got = min(1.0, got + _echoed(m, subject, query, s.text))
             support = f"names {', '.join(shared)}, as the later event does"
             out.append(Ranked(s.text, ENTITY_WEIGHT * got, "BEFORE", support, _chunk(passages, s), time, _chunk(passages, s)))
     return out
@@ -305,7 +316,7 @@ def rank_causes(
             score *= LATE_PENALTY  # an undated cause in a sentence all of whose dates come after the subject
         ranked.append(Ranked(text, score, link, st.link.sentence, st.chunk_id, time, event_chunk or st.chunk_id, depth))
     if target is not None:
-        ranked += _entity_links(target, sents, passages, m)
+        ranked += _entity_links(target, sents, passages, m, subject)
     causes = _settle(ranked, effects, target, m, subject)
     if chain and target is not None:
         mids = [r for r in causes[:chain] if _penalty(r, effects, target, m) == 1.0]

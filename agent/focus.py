@@ -96,6 +96,20 @@ def words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
 
 
+_POST_MODIFIER = frozenset("of that which who whom whose".split())
+HEAD_REACH = 4  # the head of a described thing opens it: "the nine-day closure of ..." has it third
+
+
+def head_word(phrase: str) -> str | None:
+    """The noun a described thing is, where a post-modifier marks it: "storm" in "the storm that damaged its
+    roof", "cancellation" in "the cancellation of the 2018 tour"; None for a bare name or a clause."""
+    toks = _WORD.findall(phrase.lower())
+    for i, tok in enumerate(toks[: HEAD_REACH + 1]):
+        if tok in _POST_MODIFIER:
+            return toks[i - 1] if i > 0 and toks[i - 1] not in _STOP else None
+    return None
+
+
 def sentences_of(passages: Sequence[Passage]) -> list[Sentence]:
     out: list[Sentence] = []
     seen: set[str] = set()

@@ -57,6 +57,16 @@ def causes_messages(question: str, causes: Sequence[Passage]) -> list[Message]:
     return [Message(role="system", content=prompts.CAUSES_SYSTEM), Message(role="user", content=user)]
 
 
+_NUMBERED = re.compile(r"^\[?(\d{1,2})\]?\.?$")
+
+
+def numbered_pick(reply: str, items: Sequence[Passage]) -> str:
+    """A reply naming one of the numbered lines it was shown ("[1]", "2.") as that line's text; any other
+    reply as it is. The causal reader is shown numbered events, and a 1.5B sometimes answers with the number."""
+    m = _NUMBERED.match(reply.strip())
+    return " ".join(items[int(m.group(1)) - 1].text.split()) if m and 1 <= int(m.group(1)) <= len(items) else reply
+
+
 def first_line(text: str) -> str:
     return text.strip().splitlines()[0].strip() if text.strip() else ""
 

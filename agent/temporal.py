@@ -13,7 +13,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from agent.focus import Embed, Passage, Sentence, sentences_of, stem, words
+from agent.focus import Embed, Passage, Sentence, head_word, sentences_of, stem, words
 from eventrag.embed import l2_normalise
 from eventrag.query.temporal import date_near
 from eventrag.schema import EventTime
@@ -32,6 +32,7 @@ _SYNONYMS = {
     "died": ("death",),
 }
 MIN_OVERLAP = 0.5  # share of the side's word weight a dated sentence must match
+HEAD_WEIGHT = 2.0  # the described thing's own noun (`head_word`) against each of its modifiers' words
 
 
 def _matches(word: str, bag: set[str], text: str) -> bool:
@@ -46,7 +47,10 @@ def _scores(query: str, side: str, sents: Sequence[Sentence]) -> list[float]:
     bags = [set(words(s.text)) for s in sents]
     df = Counter(w for bag in bags for w in bag)
     q = list(dict.fromkeys(words(query)))
-    idf = {w: math.log(1 + len(bags) / (1 + df[w])) for w in q}
+    head = head_word(query)
+    # the thing described weighs twice its modifiers, and only a sentence that names it gets it (not its title):
+    # "the storm that damaged its roof" is dated by the storm's sentence, not by the damage's
+    idf = {w: math.log(1 + len(bags) / (1 + df[w])) * (HEAD_WEIGHT if w == head else 1.0) for w in q}
     total = sum(idf.values()) or 1.0
     own = [w for w in q if w in set(words(side))]
     own_total = sum(idf[w] for w in own) or 1.0
@@ -57,7 +61,7 @@ def _scores(query: str, side: str, sents: Sequence[Sentence]) -> list[float]:
         for w in q:
             if _matches(w, bag, low):
                 got += idf[w]
-            elif _matches(w, title, title_low):
+            elif w != head and _matches(w, title, title_low):
                 got += idf[w] / 2
         titled = sum(idf[w] for w in own if w in title) / own_total
         out.append(got / total + titled / 3)

@@ -35,7 +35,7 @@ from agent.memory.trajectory import Step
 from agent.plan import ask_json
 from agent.policy.base import PolicyContext, Turn
 from agent.prompts import BRIDGE_SCHEMA, BRIDGE_SYSTEM
-from agent.reader import causes_messages, first_line, is_insufficient, reader_messages
+from agent.reader import causes_messages, first_line, is_insufficient, numbered_pick, reader_messages
 from agent.state import Evidence, RunState
 from agent.tools.answer import echo_refused, supporting
 from agent.tools.context import counted_chat
@@ -147,7 +147,9 @@ def scripted_call(script: Script, steps: list[Step], can_read: Collection[str] |
     if script.form == "causal":
         if not _made(steps, "search"):
             return _call("search", query=script.question)
-        return None if _made(steps, "timeline") else _call("timeline", subject=script.target, relation="causes")
+        made = _made(steps, "timeline")
+        return _call("timeline", subject=script.target, relation="causes") if made is None else _unlinked(
+            made[1], steps, can_read)
     if script.form == "bridge" and script.bridge is not None:
         resolved = _made(steps, "resolve")
         if resolved is None:
@@ -162,6 +164,16 @@ def scripted_call(script: Script, steps: list[Step], can_read: Collection[str] |
     if _made(steps, "read") is None and best is not None and (can_read is None or best in can_read):
         return _call("read", id=best)
     return _reread(script.question, steps, can_read, evidence)
+
+
+def _unlinked(timeline: Mapping[str, Any], steps: list[Step], can_read: Collection[str] | None) -> ToolCall | None:
+    """After a causes timeline that linked no event to its subject by a connective or a CAUSES edge (an entity
+    link alone is weak): a read of the report telling the subject (None: answer). What led to it may be told
+    there in words no connective marks ("Without them the orchestra could not play")."""
+    cid = (timeline.get("subject") or {}).get("chunk_id")
+    if linked(timeline.get("events") or []) or not cid or _made(steps, "read") or (can_read is not None and cid not in can_read):
+        return None
+    return _call("read", id=str(cid))
 
 
 def _reread(question: str, steps: list[Step], can_read: Collection[str] | None,
@@ -259,16 +271,23 @@ class WorkflowPolicy:
         except LLMError:
             return NOT_FOUND
         run.counters.reader_calls += 1
-        text = first_line(resp.text)
+        text = numbered_pick(first_line(resp.text), passages) if causes else first_line(resp.text)
         return NOT_FOUND if is_insufficient(text) else re.sub(r"\s+", " ", text)[:200]
 
 
+def linked(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The timeline's events that evidence links to its subject: a causal connective or a CAUSES edge."""
+    return [e for e in events if e.get("link") in ("connective", "CAUSES")]
+
+
 def listed_causes(script: Script, steps: list[Step]) -> list[dict[str, Any]]:
-    """The causes, best-linked first, that the timeline listed for a causal question (none: [])."""
+    """The causes, best-linked first, that the timeline listed for a causal question ([]: none, or only
+    events that merely name a participant of the subject: the general reader then reads the evidence)."""
     timeline = _made(steps, "timeline")
     if script.form != "causal" or timeline is None:
         return []
-    return list(timeline[1].get("events") or [])
+    events = list(timeline[1].get("events") or [])
+    return events if linked(events) else []
 
 
 def read_passages(run: RunState, script: Script, steps: list[Step]) -> list[Evidence]:

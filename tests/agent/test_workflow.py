@@ -7,7 +7,7 @@ from agent_doubles import MemoryBackend, ScriptedChatModel
 
 from agent import prompts
 from agent.graph import AgentDeps
-from agent.policy.workflow import classify
+from agent.policy.workflow import classify, linked
 from agent.runner import run_agent
 from eventfold.run_options import RunOptions
 
@@ -43,15 +43,32 @@ def test_a_causal_question_takes_a_search_then_the_timeline_of_causes():
     assert all(s.kind == "action" and s.suggested is None for s in run.steps)  # the same step format, no suggestion
 
 
-def test_a_causal_question_whose_timeline_lists_no_cause_goes_to_the_general_reader():
-    """The causal reader must pick one of its events; with none listed, the gathered evidence is read by
-    the reader that may reply "Insufficient information"."""
-    docs = {"m": ("The mine", "The Harlow mine closed in 1987.")}
-    model = ScriptedChatModel([], text_replies=["Insufficient information"])
+def test_a_causal_reader_answering_with_an_events_number_answers_with_that_event():
+    """The causal reader is shown numbered events; a reply of just a number ("[1]") is that event's text, not
+    an answer of "[1]"."""
+    model = ScriptedChatModel([], text_replies=["[1]"])
+    run = run_agent("What event led to the recall of the S2 units?", AgentDeps(model, MemoryBackend(DOCS)), OPTS).run
+    first = run.steps[1].data[0]["events"][0]["text"]
+    assert run.answer == " ".join(first.split()) and "[" not in run.answer
+
+
+def test_a_causal_question_whose_timeline_links_no_cause_reads_the_subjects_report_for_the_general_reader():
+    """The causal reader must pick one of its events; with none linked by a connective or an edge, the report telling the subject is
+    read (its cause may be told there without a connective), and the gathered evidence goes to the reader
+    that may reply "Insufficient information"."""
+    docs = {"m": ("The mine", "The Harlow mine opened in 1921 on the edge of the moor, and for sixty years its coal "
+                  "went by rail to the steelworks at Orrin and to the power station at Calder Bank, which took most of "
+                  "it. The mine lost its last coal buyer in March 1987. Without a buyer, the Harlow mine closed in "
+                  "June 1987.")}  # fmt: skip
+    model = ScriptedChatModel([], text_replies=["The mine lost its last coal buyer"])
     run = run_agent("What led to the closure of the Harlow mine?", AgentDeps(model, MemoryBackend(docs)), OPTS).run
-    assert [n for n, _ in _calls(run)] == ["search", "timeline", "answer"] and run.steps[1].data[0]["events"] == []
-    assert [c["messages"][0].content for c in model.calls if not c["tools"]] == [prompts.READER_SYSTEM]
-    assert run.answer == "Insufficient information"
+    calls = _calls(run)
+    assert [n for n, _ in calls] == ["search", "timeline", "read", "answer"]
+    assert not linked(run.steps[1].data[0]["events"])  # at most a link by the mine's name, no connective
+    assert calls[2][1] == {"id": run.steps[1].data[0]["subject"]["chunk_id"]}
+    readers = [c["messages"] for c in model.calls if not c["tools"]]
+    assert [m[0].content for m in readers] == [prompts.READER_SYSTEM] and "last coal buyer" in readers[0][-1].content
+    assert run.answer == "The mine lost its last coal buyer"
 
 
 def test_a_temporal_question_takes_the_dates_tool_and_states_its_computation():
