@@ -5,7 +5,8 @@ trajectory format, and its final answer is its own `answer` call.
 
 - causal ("what event led to X", parsed by `eventrag.query.causal`): search(question), then
   timeline(X, "causes"); the answer picked from the best-linked causes by the causal reader
-  (`prompts.CAUSES_SYSTEM`);
+  (`prompts.CAUSES_SYSTEM`); when the timeline lists none, read(the report telling X) and the answer
+  read from the evidence;
 - temporal ("which came first", "how many years after", `eventrag.query.temporal`): dates(A, B, op);
   the answer is the earlier/later side or the difference the tool computed;
 - bridge (a description where a name should be, `eventrag.query.bridge`): resolve(description), then
@@ -167,11 +168,11 @@ def scripted_call(script: Script, steps: list[Step], can_read: Collection[str] |
 
 
 def _unlinked(timeline: Mapping[str, Any], steps: list[Step], can_read: Collection[str] | None) -> ToolCall | None:
-    """After a causes timeline that linked no event to its subject by a connective or a CAUSES edge (an entity
-    link alone is weak): a read of the report telling the subject (None: answer). What led to it may be told
-    there in words no connective marks ("Without them the orchestra could not play")."""
+    """After a causes timeline that found no event linked to its subject: a read of the report telling the
+    subject (None: answer). What led to it may be told there in words no connective marks ("Without them
+    the orchestra could not play"), with no participant to link it by."""
     cid = (timeline.get("subject") or {}).get("chunk_id")
-    if linked(timeline.get("events") or []) or not cid or _made(steps, "read") or (can_read is not None and cid not in can_read):
+    if timeline.get("events") or not cid or _made(steps, "read") or (can_read is not None and cid not in can_read):
         return None
     return _call("read", id=str(cid))
 
@@ -275,19 +276,12 @@ class WorkflowPolicy:
         return NOT_FOUND if is_insufficient(text) else re.sub(r"\s+", " ", text)[:200]
 
 
-def linked(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The timeline's events that evidence links to its subject: a causal connective or a CAUSES edge."""
-    return [e for e in events if e.get("link") in ("connective", "CAUSES")]
-
-
 def listed_causes(script: Script, steps: list[Step]) -> list[dict[str, Any]]:
-    """The causes, best-linked first, that the timeline listed for a causal question ([]: none, or only
-    events that merely name a participant of the subject: the general reader then reads the evidence)."""
+    """The causes, best-linked first, that the timeline listed for a causal question (none: [])."""
     timeline = _made(steps, "timeline")
     if script.form != "causal" or timeline is None:
         return []
-    events = list(timeline[1].get("events") or [])
-    return events if linked(events) else []
+    return list(timeline[1].get("events") or [])
 
 
 def read_passages(run: RunState, script: Script, steps: list[Step]) -> list[Evidence]:

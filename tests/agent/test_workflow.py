@@ -7,7 +7,7 @@ from agent_doubles import MemoryBackend, ScriptedChatModel
 
 from agent import prompts
 from agent.graph import AgentDeps
-from agent.policy.workflow import classify, linked
+from agent.policy.workflow import classify
 from agent.runner import run_agent
 from eventfold.run_options import RunOptions
 
@@ -52,23 +52,21 @@ def test_a_causal_reader_answering_with_an_events_number_answers_with_that_event
     assert run.answer == " ".join(first.split()) and "[" not in run.answer
 
 
-def test_a_causal_question_whose_timeline_links_no_cause_reads_the_subjects_report_for_the_general_reader():
-    """The causal reader must pick one of its events; with none linked by a connective or an edge, the report telling the subject is
+def test_a_causal_question_whose_timeline_lists_no_cause_reads_the_subjects_report_for_the_general_reader():
+    """The causal reader must pick one of its events; with none listed, the report telling the subject is
     read (its cause may be told there without a connective), and the gathered evidence goes to the reader
     that may reply "Insufficient information"."""
-    docs = {"m": ("The mine", "The Harlow mine opened in 1921 on the edge of the moor, and for sixty years its coal "
-                  "went by rail to the steelworks at Orrin and to the power station at Calder Bank, which took most of "
-                  "it. The mine lost its last coal buyer in March 1987. Without a buyer, the Harlow mine closed in "
-                  "June 1987.")}  # fmt: skip
-    model = ScriptedChatModel([], text_replies=["The mine lost its last coal buyer"])
+    docs = {"m": ("The mine", "For sixty years the coal from the pits on the edge of the moor went by rail to the "
+                  "steelworks at Orrin and to the power station at Calder Bank, which took most of it. The last coal "
+                  "buyer ended its contract in March 1987. Without a buyer, the mine closed in June 1987.")}  # fmt: skip
+    model = ScriptedChatModel([], text_replies=["The last coal buyer ended its contract"])
     run = run_agent("What led to the closure of the Harlow mine?", AgentDeps(model, MemoryBackend(docs)), OPTS).run
     calls = _calls(run)
-    assert [n for n, _ in calls] == ["search", "timeline", "read", "answer"]
-    assert not linked(run.steps[1].data[0]["events"])  # at most a link by the mine's name, no connective
+    assert [n for n, _ in calls] == ["search", "timeline", "read", "answer"] and run.steps[1].data[0]["events"] == []
     assert calls[2][1] == {"id": run.steps[1].data[0]["subject"]["chunk_id"]}
     readers = [c["messages"] for c in model.calls if not c["tools"]]
     assert [m[0].content for m in readers] == [prompts.READER_SYSTEM] and "last coal buyer" in readers[0][-1].content
-    assert run.answer == "The mine lost its last coal buyer"
+    assert run.answer == "The last coal buyer ended its contract"
 
 
 def test_a_temporal_question_takes_the_dates_tool_and_states_its_computation():
