@@ -257,17 +257,16 @@ def _names(text: str, name: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
 
 
-def _echoed(m: Matcher, subject: Ranked, query: str, text: str) -> float:
-    """The share of the subject sentence's own words (those the query does not use) that `text` holds: a
-    subject told with its reason ("saying he could not lead an orchestra whose players had voted against
-    him") echoes the event it refers to ("71 of the 78 players voted against him")."""
-    own = {stem(w) for w in words(subject.text)} - {stem(w) for w in words(query)}
+def _echoed(m: Matcher, own: set[str], text: str) -> float:
+    """The share of the subject sentence's own word stems `own` (those the query does not use) that `text`
+    holds: a subject told with its reason ("saying he could not lead an orchestra whose players had voted
+    against him") echoes the event it refers to ("71 of the 78 players voted against him")."""
     total = sum(m.idf(w) for w in own)
     return sum(m.idf(w) for w in own & {stem(w) for w in words(text)}) / total if total else 0.0
 
 
 def _entity_links(
-    subject: Ranked, sents: Sequence[Sentence], passages: Sequence[Passage], m: Matcher, query: str = ""
+    subject: Ranked, sents: Sequence[Sentence], passages: Sequence[Passage], m: Matcher, query: str
 ) -> list[Ranked]:
     """Dated sentences before the subject that name a rare participant of the subject's sentence, stronger
     as they echo more of what the subject's sentence says besides the query (`_echoed`)."""
@@ -277,6 +276,7 @@ def _entity_links(
     # "Halvorsen"), against a name no other sentence holds: the company every sentence names weighs little
     rarest = m.idf("") or 1.0
     rarity = {n: min((m.idf(stem(w)) for w in words(n)), default=0.0) / rarest for n in names}
+    own = {stem(w) for w in words(subject.text)} - {stem(w) for w in words(query)}
     out: list[Ranked] = []
     for s, text in zip(sents, low, strict=True):
         time = _dated(s.text)
@@ -285,7 +285,7 @@ def _entity_links(
         shared = sorted(n for n in names if _names(text, n))
         got = min(1.0, sum(rarity[n] for n in shared))
         if got > 0:
-            got = min(1.0, got + _echoed(m, subject, query, s.text))
+            got = min(1.0, got + _echoed(m, own, s.text))
             support = f"names {', '.join(shared)}, as the later event does"
             out.append(Ranked(s.text, ENTITY_WEIGHT * got, "BEFORE", support, _chunk(passages, s), time, _chunk(passages, s)))
     return out
