@@ -36,6 +36,16 @@ def item_lines(run: RunState) -> list[str]:
     return lines
 
 
+def resolved_question(run: RunState) -> str | None:
+    """The question with the latest `resolve` call's name filled in, None before any resolved one."""
+    for st in reversed(run.steps):
+        for data in st.data:
+            hop = data.get("question_with_name")
+            if isinstance(hop, str) and hop.strip():
+                return hop
+    return None
+
+
 def status_line(
     run: RunState, options: RunOptions, tokens: int, suggestion: str | None = None, max_steps: int | None = None
 ) -> str:
@@ -46,6 +56,9 @@ def status_line(
     items = run.plan.sub_questions
     if not items:  # a small model reading its results loses the question: it is restated last, with the facts
         lines.append(f"question: {neutralize(snippet(run.question, QUESTION_CHARS))}")
+        hop = resolved_question(run)
+        if hop:  # the question with the described thing named: what the answer must now say
+            lines.append(f"with the name found: {neutralize(snippet(hop, QUESTION_CHARS))}")
     if items:
         done = sum(sq.done for sq in items)
         lines += [f"items: {done} of {len(items)} answered", *item_lines(run)]

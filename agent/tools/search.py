@@ -1,5 +1,8 @@
 """`search`: the retriever (EventRAG or any `SearchBackend`), numbered evidence with chunk/doc ids.
 
+Hits the run's tool results have already shown come after the ones it has not seen, in retrieval order
+within each group: a query naming what `resolve` just found retrieves first the passage that named it.
+
 The same query is run at most `max_repeat_queries` more times; past that it is refused with what the
 policy can do instead (the call is never swapped for another one). In a long task the hits are also
 recorded under the item being researched (the first unanswered one)."""
@@ -10,7 +13,7 @@ import re
 
 from agent.chunk_header import shown
 from agent.prompts import DATA_NOTE
-from agent.state import Evidence
+from agent.state import Evidence, RunState
 from agent.tools.context import ToolContext, neutralize
 from agent.tools.registry import Tool, ToolError, ToolResult
 
@@ -24,6 +27,14 @@ def snippet(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026"
 
 
+_SHOWN_ID = re.compile(r"\[c:([^\]\s]+)\]")
+
+
+def shown_ids(run: RunState) -> set[str]:
+    """The chunk ids the run's tool results have shown so far."""
+    return {m.group(1) for st in run.steps for r in st.results for m in _SHOWN_ID.finditer(r.content)}
+
+
 def run_search(ctx: ToolContext, query: str, note: str = "", *, top_k: int | None = None) -> ToolResult:
     """Retrieve `top_k` hits (default the options'), record the query and the evidence; the result
     shows the first `show_k` (the rest are evidence the policy may cite or read)."""
@@ -31,6 +42,10 @@ def run_search(ctx: ToolContext, query: str, note: str = "", *, top_k: int | Non
     run.queries.setdefault(normalize_query(query), []).append(run.next_step)
     k = top_k or opts.search_top_k
     chunks = ctx.backend.retrieve(query, top_k=k).chunks[:k]
+    shown_before = shown_ids(run)
+    # what the run has not been shown comes first: a hop's query names the entity found a step earlier,
+    # and the chunk that named it would otherwise head the results again
+    chunks = [c for c in chunks if c.chunk_id not in shown_before] + [c for c in chunks if c.chunk_id in shown_before]
     if not chunks:
         return ToolResult(content=f"{note}No results for {query!r}. Try other keywords.")
     item = run.plan.tie(run.next_step, [c.chunk_id for c in chunks])
