@@ -13,6 +13,7 @@ from agent import prompts
 from agent.state import RunState
 from agent.tools.context import neutralize
 from agent.tools.fold import describe_targets
+from agent.tools.resolve import resolved
 from agent.tools.search import snippet
 from eventfold.run_options import RunOptions
 
@@ -36,16 +37,6 @@ def item_lines(run: RunState) -> list[str]:
     return lines
 
 
-def resolved_question(run: RunState) -> str | None:
-    """The question with the latest `resolve` call's name filled in, None before any resolved one."""
-    for st in reversed(run.steps):
-        for data in st.data:
-            hop = data.get("question_with_name")
-            if isinstance(hop, str) and hop.strip():
-                return hop
-    return None
-
-
 def status_line(
     run: RunState, options: RunOptions, tokens: int, suggestion: str | None = None, max_steps: int | None = None
 ) -> str:
@@ -56,8 +47,9 @@ def status_line(
     items = run.plan.sub_questions
     if not items:  # a small model reading its results loses the question: it is restated last, with the facts
         lines.append(f"question: {neutralize(snippet(run.question, QUESTION_CHARS))}")
-        hop = resolved_question(run)
-        if hop:  # the question with the described thing named: what the answer must now say
+        hops = resolved(run)
+        if hops:  # the question with the latest described thing named: what the answer must now say
+            hop = hops[-1]["question_with_name"]
             lines.append(f"with the name found: {neutralize(snippet(hop, QUESTION_CHARS))}")
     if items:
         done = sum(sq.done for sq in items)

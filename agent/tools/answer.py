@@ -40,6 +40,7 @@ from agent.state import RunState, Step
 from agent.tools.context import ToolContext
 from agent.tools.ids import adapt_ids, clean_citations
 from agent.tools.registry import Tool, ToolError, ToolResult
+from agent.tools.resolve import resolved
 from eventrag.connectives import causal_links
 
 __all__ = ["clean_citations", "make_answer", "supporting"]
@@ -118,9 +119,9 @@ def echo_problem(run: RunState, question: str, text: str) -> str | None:
         return None
     if _names_only(question, text):
         return f"{NAMED} ({text!r}); it asks for something else about it: search or read for that, then answer"
-    for data in (d for st in run.steps for d in st.data):
-        hop = data.get("question_with_name")
-        if isinstance(hop, str) and _names_only(hop, text):
+    for data in resolved(run):
+        hop = data["question_with_name"]
+        if _names_only(hop, text):
             return (f"{NAMED} once resolved ({text!r} is {data.get('description')!r}); it asks: {hop} — "
                     "search that, then answer")
     return None

@@ -16,6 +16,7 @@ from typing import Any
 from agent.causal import Matcher
 from agent.focus import Sentence, backend_embed, focus, words
 from agent.prompts import DATA_NOTE, SENTENCE_LINE
+from agent.state import RunState
 from agent.tools.context import ToolContext, neutralize
 from agent.tools.pool import evidence_for, gather, merged, seen_chunks
 from agent.tools.registry import Tool, ToolError, ToolResult
@@ -109,6 +110,13 @@ def pick_name(ctx: ToolContext, description: str, sentences: Sequence[Sentence],
     if not isinstance(picked, str):
         raise ToolError("resolve got no name from the model; try again or search instead")
     return picked if picked in names else None
+
+
+def resolved(run: RunState) -> list[dict[str, Any]]:
+    """The data of the run's `resolve` calls that filled a name into the question, oldest first (each with
+    its "description" and "question_with_name")."""
+    return [d for st in run.steps for d in st.data
+            if isinstance(hop := d.get("question_with_name"), str) and hop.strip()]
 
 
 def make_resolve(ctx: ToolContext) -> Tool:

@@ -13,7 +13,7 @@ import re
 
 from agent.chunk_header import shown
 from agent.prompts import DATA_NOTE
-from agent.state import Evidence, RunState
+from agent.state import CITATION_RE, Evidence, RunState
 from agent.tools.context import ToolContext, neutralize
 from agent.tools.registry import Tool, ToolError, ToolResult
 
@@ -27,12 +27,9 @@ def snippet(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026"
 
 
-_SHOWN_ID = re.compile(r"\[c:([^\]\s]+)\]")
-
-
 def shown_ids(run: RunState) -> set[str]:
     """The chunk ids the run's tool results have shown so far."""
-    return {m.group(1) for st in run.steps for r in st.results for m in _SHOWN_ID.finditer(r.content)}
+    return {m.group(1) for st in run.steps for r in st.results for m in CITATION_RE.finditer(r.content)}
 
 
 def run_search(ctx: ToolContext, query: str, note: str = "", *, top_k: int | None = None) -> ToolResult:
