@@ -5,10 +5,11 @@ refused, naming the valid ids. Without citations, the seen chunks whose text hol
 (the policy's text unchanged); an answer no seen chunk holds and no citation supports is refused —
 except yes/no and "insufficient information", which no passage spells out. An answer to a question that
 is a sentence (more than `SENTENCE_WORDS` words), that repeats the question's own words, that names
-neither option of a question ending in two ("…: A or B?"), or that only names what the question names
-(itself, or once `resolve` filled a name in: the hop before the answer), or an item's answer that another
-item already has, is refused once with what a short answer is; given again, or at the run's last step,
-it is recorded as it stands (the policy decides, the tool only states the contract).
+neither option of a question ending in two ("…: A or B?"), that only names what the question names
+(itself, or once `resolve` filled a name in: the hop before the answer), that is a bare name where the
+question asks for an event ("What supplier event led to …?", "Why did …?"), or an item's answer that
+another item already has, is refused once with what a short answer is; given again, or at the run's last
+step, it is recorded as it stands (the policy decides, the tool only states the contract).
 
 After an answer naming only what the question names is refused, `answer` is not offered for one turn: a
 1.5B model told so gives the same answer again at once, even when told which question to search; made to
@@ -22,6 +23,10 @@ causes, the retry's grammar admits the parts of that sentence its causal connect
 contract accepts (not the part that repeats the question): told to give the few words, a 1.5B model
 wrote its sentence again in 3 of 6 causal questions ("The crack in the spillway wall caused Corrow Valley
 Water to lower …"); the cause it names is its own words.
+
+After a bare name is refused where the question asks for an event, the next answer call's grammar
+admits that name followed by what happened ("Orvell Logistics" -> "Orvell Logistics went bankrupt"): told
+to say what happened, a 1.5B model gave the same name again (2 of 2 causal questions).
 
 After a sentence is refused, the next answer call must open with `quote` (the grammar lists it first and
 requires it): a 1.5B model given the same schema writes the same sentence again word for word, whatever
@@ -39,7 +44,7 @@ from agent.plan import SubQuestion
 from agent.state import RunState, Step
 from agent.tools.context import ToolContext
 from agent.tools.ids import adapt_ids, clean_citations
-from agent.tools.registry import Tool, ToolError, ToolResult
+from agent.tools.registry import Pattern, Tool, ToolError, ToolResult
 from agent.tools.resolve import resolved
 from eventrag.connectives import causal_links
 
@@ -52,6 +57,10 @@ RESTATES = 0.7  # share of the question's content words an answer that only repe
 ASKED = "only what the question asks for, in a few words (a name, a date, a number, a short event)"
 SHORT = f"give {ASKED}"
 SENTENCE = "the answer is a sentence"
+EVENT = "the question asks for an event"
+_CONJUNCTS = re.compile(r",?\s+and\s+|;\s*")  # joins two causes inside one cause clause
+_EVENT_Q = re.compile(r"^\s*(?:(?:what|which)\s+(?:[\w-]+\s+){0,2}events?\b|why\b)", re.IGNORECASE)  # asks for one
+_NAME_JOINERS = frozenset("of the and for de von van &".split())
 NAMED = "the answer only names what the question names"
 _CHOICE = re.compile(r"\b(?:or|between|either)\b", re.IGNORECASE)  # an answer naming an option is one
 _OPTIONS = re.compile(r"[:,]\s*([^:,?]+?)\s+or\s+([^:,?]+?)\s*\?\s*$")  # "Which cost more: A or B?"
@@ -127,6 +136,17 @@ def echo_problem(run: RunState, question: str, text: str) -> str | None:
     return None
 
 
+def name_problem(question: str, text: str) -> str | None:
+    """Why `text` answers a question asking for an event ("What supplier event led to …", "Why did …")
+    with a bare name ("Orvell Logistics": who, not what happened); None otherwise."""
+    tokens = re.findall(r"[\w'&-]+", text)
+    if not _EVENT_Q.search(question) or not tokens or _words(text) in UNCITED:
+        return None
+    if all(t[0].isupper() or t.lower() in _NAME_JOINERS for t in tokens) and tokens[0][0].isupper():
+        return f"{EVENT}: {text!r} is a name; say what happened, who did what, in a few words, and its citations"
+    return None
+
+
 def question_options(question: str) -> tuple[str, str] | None:
     """The two options a question ends in ("Which cost more: A or B?" -> (A, B)), None when it offers none."""
     found = _OPTIONS.search(question)
@@ -178,7 +198,7 @@ def _problem(run: RunState, sq: SubQuestion | None, text: str) -> str | None:
         return None
     question = sq.text if sq else run.question
     return (shape_problem(question, text) or options_problem(question, text) or echo_problem(run, question, text)
-            or (repeated_item(run, sq, text) if sq else None))
+            or name_problem(question, text) or (repeated_item(run, sq, text) if sq else None))
 
 
 def _refused(steps: list[Step], head: str) -> bool:
@@ -194,13 +214,26 @@ def sentence_refused_last(run: RunState) -> bool:
 def sentence_parts(run: RunState, sq: SubQuestion | None) -> list[str]:
     """After a sentence answer was refused in a run that asked the timeline for causes: the cause and the
     effect its causal connective delimits ("The crack in the spillway wall caused Corrow Valley Water to
-    lower …" -> "The crack in the spillway wall"), those the answer contract accepts; [] otherwise."""
+    lower …" -> "The crack in the spillway wall"), those the answer contract accepts; [] otherwise. A part
+    too long to be an answer is offered by its conjuncts as well ("a vote of no confidence in him and his
+    dismissal of the orchestra's leader during a rehearsal": two causes, each a few words)."""
     if not sentence_refused_last(run) or not any(d.get("relation") == "causes" for st in run.steps for d in st.data):
         return []
     refused = run.steps[-1].assistant.tool_calls[0].arguments.get("answer")
     links = causal_links(" ".join(str(refused).split())) if refused else []
-    parts = dict.fromkeys(p.strip(" ,;") for link in links for p in (link.cause, link.effect))
-    return [p for p in parts if p and _problem(run, sq, p) is None]
+    whole = [p.strip(" ,;.") for link in links for p in (link.cause, link.effect)]
+    pieces = [c.strip(" ,;.") for p in whole if len(p.split()) > SENTENCE_WORDS for c in _CONJUNCTS.split(p)]
+    return [p for p in dict.fromkeys(whole + pieces) if p and _problem(run, sq, p) is None]
+
+
+def event_pattern(run: RunState) -> Pattern | None:
+    """After a bare name was refused for a question asking for an event: the refused name followed by
+    what happened ("Orvell Logistics went bankrupt"); None otherwise."""
+    if not _refused(run.steps[-1:], EVENT):
+        return None
+    refused = " ".join(str(run.steps[-1].assistant.tool_calls[0].arguments.get("answer", "")).split())
+    literal = re.sub(r"([.^$*+?()[\]{}|\\])", r"\\\1", refused)  # llama.cpp's patterns know no "\ "
+    return Pattern(f"^{literal} [a-z][a-zA-Z0-9 ,'-]+$") if refused else None
 
 
 def options_refused_last(run: RunState) -> bool:
@@ -266,9 +299,9 @@ def make_answer(ctx: ToolContext) -> Tool:
         rest = f"; items still open: {', '.join(map(str, left))}" if left else "; every item is answered"
         return ToolResult(content=f"Answer to item {sq.id} recorded: {text}{rest}", final=not left, data=data)
 
-    def choices() -> dict[str, list[object]]:
+    def choices() -> dict[str, list[object] | Pattern]:
         run = ctx.run
-        now: dict[str, list[object]] = {"citations": list(run.evidence), "item": [s.id for s in run.plan.sub_questions]}
+        now: dict[str, list[object] | Pattern] = {"citations": list(run.evidence), "item": [s.id for s in run.plan.sub_questions]}
         sq = _item(run, None)  # the item an answer call without `item` is checked against
         options = question_options(sq.text if sq else run.question) if options_refused_last(run) else None
         if options:  # told the two options, a 1.5B gave its refused answer again: the grammar offers them alone
@@ -276,6 +309,9 @@ def make_answer(ctx: ToolContext) -> Tool:
         parts = sentence_parts(run, sq)
         if parts:
             now["answer"] = parts
+        pattern = event_pattern(run)
+        if pattern:  # told to say what happened, a 1.5B gave the same name again: the grammar extends it
+            now["answer"] = pattern
         return now
 
     def required() -> list[str]:

@@ -7,7 +7,8 @@ parameters. Extra tools (e.g. a web search) are plain functions passed to `ToolR
 
 Choices: a tool may name, per parameter, the values valid *right now* (the fold scopes and fold ids
 the status line shows, the chunk ids seen so far). `ToolRegistry.specs()` puts them into each spec's
-`grammar_parameters` (enums a constrained decoder cannot leave) and marks a tool without any valid
+`grammar_parameters` (enums a constrained decoder cannot leave, or a `Pattern` for values too open to
+list) and marks a tool without any valid
 value `available=False`; `parameters` (what the prompt shows) never changes. A call outside the
 choices is answered with the valid ones. A tool may also name optional parameters that are required
 *right now* (`required`): the grammar then lists them first and requires them (a constrained decoder
@@ -71,13 +72,26 @@ def _strip_titles(schema: Any) -> Any:
     return schema
 
 
-Choices = Callable[[], dict[str, list[Any]]]
+Choices = Callable[[], dict[str, "list[Any] | Pattern"]]
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A choice that is a regular expression the value must match (a JSON-schema `pattern`), for values
+    too open to list: "the refused name, then what it did"."""
+
+    regex: str
+
+    def matches(self, value: object) -> bool:
+        return isinstance(value, str) and re.fullmatch(self.regex, value) is not None
+
+
 Required = Callable[[], list[str]]
 Ready = Callable[[], bool]
 Adapter = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def narrowed(parameters: dict[str, Any], choices: dict[str, list[Any]]) -> tuple[dict[str, Any], bool]:
+def narrowed(parameters: dict[str, Any], choices: dict[str, list[Any] | Pattern]) -> tuple[dict[str, Any], bool]:
     """`parameters` with each chosen property narrowed to an enum of its valid values, and whether a
     valid call exists (False when a required parameter has no valid value). An optional array
     without valid values is dropped from the schema."""
@@ -86,6 +100,9 @@ def narrowed(parameters: dict[str, Any], choices: dict[str, list[Any]]) -> tuple
     for name, values in choices.items():
         prop = schema["properties"].get(name)
         if prop is None:
+            continue
+        if isinstance(values, Pattern):
+            schema["properties"][name] = {**prop, "type": "string", "pattern": values.regex}
             continue
         if not values:
             if name in required:
@@ -172,6 +189,10 @@ class Tool:
         for name, values in self.choices().items():
             given = arguments.get(name)
             if given is None:
+                continue
+            if isinstance(values, Pattern):
+                if not values.matches(given):
+                    raise ToolError(f"{name}={given!r} is not valid now; it must match {values.regex!r}")
                 continue
             for value in given if isinstance(given, list) else [given]:
                 if value not in values:

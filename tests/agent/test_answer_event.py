@@ -1,0 +1,82 @@
+"""A question asking for an event is not answered by a bare name: the answer contract refuses "Orvell
+Logistics" for "What supplier event led to …?" once, and the retry's grammar extends the refused name
+with what happened (a 1.5B model told so in words gave the same name again)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from agent_doubles import ScriptedChatModel
+
+from agent.graph import AgentDeps
+from agent.runner import run_agent
+from agent.tools.answer import name_problem
+from agent.tools.registry import Pattern, narrowed
+from eventfold.run_options import RunOptions
+
+OPTS = {"fold_summary": "deterministic", "suggest": False}
+SUPPLIER = "What supplier event led to the cancellation of the Philharmonic's 2018 tour of Austria?"
+
+
+@pytest.mark.parametrize(("question", "answer", "refused"), [
+    (SUPPLIER, "Orvell Logistics", True),
+    (SUPPLIER, "Orvell Logistics went bankrupt", False),
+    (SUPPLIER, "the bankruptcy of Orvell Logistics", False),
+    ("What banking event led to the 2010-11 season cuts?", "Castellan Bank", True),
+    ("Why did Owen Pritchard resign as chief executive in March 2016?", "Board of Directors", True),
+    ("Why did Owen Pritchard resign as chief executive in March 2016?", "the membrane failure", False),
+    ("What event made Marie Curie famous?", "2 February 2014", False),  # a date is no name
+    ("What event made Marie Curie famous?", "yes", False),
+    ("Who succeeded the chief executive who resigned on 31 March 2016?", "Elena Marsh", False),  # asks for a name
+    ("On what date did the event that caused the closure of Riverside Road happen?", "Samuel Okafor", False),
+    ("What event at a supplier set off the chain of events?", "Kvarts Microsystems", True),
+    ("Which firm restored the organ damaged in the February 2014 storm?", "Harrow & Finch", False),
+])  # fmt: skip
+def test_a_question_asking_for_an_event_refuses_a_bare_name(question: str, answer: str, refused: bool):
+    found = name_problem(question, answer)
+    assert (found is not None) is refused
+    assert found is None or found.startswith("the question asks for an event: ")
+
+
+def test_the_retry_after_a_bare_name_must_say_what_the_name_did(backend):
+    question = "What event of 1867 opens Marie Curie's life?"
+    model = ScriptedChatModel([
+        ("search", {"query": "Marie Curie born Warsaw"}),
+        ("answer", {"answer": "Warsaw", "citations": ["d1#0"]}),
+        ("answer", {"answer": "Warsaw saw Marie Curie born", "citations": ["d1#0"]}),
+    ])  # fmt: skip
+    run = run_agent(question, AgentDeps(model, backend), RunOptions(**OPTS)).run
+    results = [s.results[0].content for s in run.steps]
+    assert results[1].startswith("error: the question asks for an event: 'Warsaw' is a name")
+    grammars = [next(t for t in c["tools"] if t.name == "answer").grammar_parameters for c in model.calls if c["tools"]]
+    assert "pattern" not in grammars[1]["properties"]["answer"]
+    pattern = grammars[2]["properties"]["answer"]["pattern"]
+    assert re.fullmatch(pattern, "Warsaw saw Marie Curie born") and not re.fullmatch(pattern, "Warsaw")
+    assert run.answer == "Warsaw saw Marie Curie born" and run.counters.tool_errors == 1
+
+
+def test_a_pattern_choice_narrows_a_string_to_a_json_schema_pattern():
+    params = {"type": "object", "properties": {"answer": {"type": "string", "description": "d"}}, "required": ["answer"]}
+    schema, ok = narrowed(params, {"answer": Pattern("^Orvell Logistics [a-z][a-z ]+$")})
+    assert ok and schema["properties"]["answer"] == {"type": "string", "description": "d",
+                                                     "pattern": "^Orvell Logistics [a-z][a-z ]+$"}
+    assert Pattern("^a [a-z]+$").matches("a b") and not Pattern("^a [a-z]+$").matches("a")
+
+
+def test_a_refused_causal_sentence_offers_each_cause_of_a_long_cause_clause(backend):
+    """A cause clause too long to be an answer is offered by its conjuncts: two causes, each a few words."""
+    cause = "her research on radioactivity with polonium and her long work on radium in Paris"
+    sentence = f"Marie Curie won the Nobel Prize in 1903 due to {cause}"
+    model = ScriptedChatModel([
+        ("search", {"query": "Marie Curie Nobel Prize"}),
+        ("timeline", {"subject": "Marie Curie won the Nobel Prize", "relation": "causes"}),
+        ("answer", {"answer": sentence, "citations": ["d1#1"]}),
+        ("answer", {"quote": sentence, "answer": "her research on radioactivity with polonium", "citations": ["d1#1"]}),
+    ])  # fmt: skip
+    run = run_agent("Why did Marie Curie win the Nobel Prize?", AgentDeps(model, backend), RunOptions(**OPTS)).run
+    offered = next(t for t in model.calls[-1]["tools"] if t.name == "answer").grammar_parameters
+    enum = offered["properties"]["answer"]["enum"]
+    assert "her research on radioactivity with polonium" in enum and "her long work on radium in Paris" in enum
+    assert cause not in enum  # 14 words: a sentence, not an answer
+    assert run.answer == "her research on radioactivity with polonium"
