@@ -232,8 +232,10 @@ def event_pattern(run: RunState) -> Pattern | None:
     if not _refused(run.steps[-1:], EVENT):
         return None
     refused = " ".join(str(run.steps[-1].assistant.tool_calls[0].arguments.get("answer", "")).split())
-    literal = re.sub(r"([.^$*+?()[\]{}|\\])", r"\\\1", refused)  # llama.cpp's patterns know no "\ "
-    return Pattern(f"^{literal} [a-z][a-zA-Z0-9 ,'-]+$") if refused else None
+    if not refused or any(c in refused for c in '"\\'):  # the pattern's characters go into a JSON string as written
+        return None
+    literal = re.sub(r"([.^$*+?()[\]{}|])", r"\\\1", refused)  # llama.cpp's patterns know no "\ "
+    return Pattern(f"^{literal} [a-z][a-zA-Z0-9 ,'-]+$")
 
 
 def options_refused_last(run: RunState) -> bool:

@@ -80,3 +80,18 @@ def test_a_refused_causal_sentence_offers_each_cause_of_a_long_cause_clause(back
     assert "her research on radioactivity with polonium" in enum and "her long work on radium in Paris" in enum
     assert cause not in enum  # 14 words: a sentence, not an answer
     assert run.answer == "her research on radioactivity with polonium"
+
+
+def test_a_refused_name_holding_a_quote_mark_leaves_the_retry_free(backend):
+    """The pattern's characters are written into a JSON string as they stand: a name with a quote mark
+    would make the grammar emit invalid JSON, so its retry gets no pattern."""
+    model = ScriptedChatModel([
+        ("search", {"query": "Marie Curie born Warsaw"}),
+        ("answer", {"answer": 'Maria "Manya" Sklodowska', "citations": ["d1#0"]}),
+        ("answer", {"answer": "Warsaw saw Marie Curie born", "citations": ["d1#0"]}),
+    ])  # fmt: skip
+    run = run_agent("What event of 1867 opens Marie Curie's life?", AgentDeps(model, backend), RunOptions(**OPTS)).run
+    assert run.steps[1].results[0].content.startswith("error: the question asks for an event")
+    offered = next(t for t in model.calls[-1]["tools"] if t.name == "answer").grammar_parameters
+    assert "pattern" not in offered["properties"]["answer"]
+    assert run.answer == "Warsaw saw Marie Curie born"
