@@ -211,6 +211,11 @@ def sentence_refused_last(run: RunState) -> bool:
     return _refused(run.steps[-1:], SENTENCE)
 
 
+def refused_answer(run: RunState) -> str:
+    """The answer text of the run's last call (the one a refusal answered), whitespace collapsed."""
+    return " ".join(str(run.steps[-1].assistant.tool_calls[0].arguments.get("answer") or "").split())
+
+
 def sentence_parts(run: RunState, sq: SubQuestion | None) -> list[str]:
     """After a sentence answer was refused in a run that asked the timeline for causes: the cause and the
     effect its causal connective delimits ("The crack in the spillway wall caused Corrow Valley Water to
@@ -219,8 +224,8 @@ def sentence_parts(run: RunState, sq: SubQuestion | None) -> list[str]:
     dismissal of the orchestra's leader during a rehearsal": two causes, each a few words)."""
     if not sentence_refused_last(run) or not any(d.get("relation") == "causes" for st in run.steps for d in st.data):
         return []
-    refused = run.steps[-1].assistant.tool_calls[0].arguments.get("answer")
-    links = causal_links(" ".join(str(refused).split())) if refused else []
+    refused = refused_answer(run)
+    links = causal_links(refused) if refused else []
     whole = [p.strip(" ,;.") for link in links for p in (link.cause, link.effect)]
     pieces = [c.strip(" ,;.") for p in whole if len(p.split()) > SENTENCE_WORDS for c in _CONJUNCTS.split(p)]
     return [p for p in dict.fromkeys(whole + pieces) if p and _problem(run, sq, p) is None]
@@ -231,7 +236,7 @@ def event_pattern(run: RunState) -> Pattern | None:
     what happened ("Orvell Logistics went bankrupt"); None otherwise."""
     if not _refused(run.steps[-1:], EVENT):
         return None
-    refused = " ".join(str(run.steps[-1].assistant.tool_calls[0].arguments.get("answer", "")).split())
+    refused = refused_answer(run)
     if not refused or any(c in refused for c in '"\\'):  # the pattern's characters go into a JSON string as written
         return None
     literal = re.sub(r"([.^$*+?()[\]{}|])", r"\\\1", refused)  # llama.cpp's patterns know no "\ "

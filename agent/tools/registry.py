@@ -8,9 +8,8 @@ parameters. Extra tools (e.g. a web search) are plain functions passed to `ToolR
 Choices: a tool may name, per parameter, the values valid *right now* (the fold scopes and fold ids
 the status line shows, the chunk ids seen so far). `ToolRegistry.specs()` puts them into each spec's
 `grammar_parameters` (enums a constrained decoder cannot leave, or a `Pattern` for values too open to
-list) and marks a tool without any valid
-value `available=False`; `parameters` (what the prompt shows) never changes. A call outside the
-choices is answered with the valid ones. A tool may also name optional parameters that are required
+list) and marks a tool without any valid value `available=False`; `parameters` (what the prompt shows)
+never changes. A call outside the choices is answered with the valid ones. A tool may also name optional parameters that are required
 *right now* (`required`): the grammar then lists them first and requires them (a constrained decoder
 writes properties in schema order); and whether it is offered this turn at all (`ready`). This is the
 one tool surface for inference, SFT and RL.
@@ -92,9 +91,9 @@ Adapter = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def narrowed(parameters: dict[str, Any], choices: dict[str, list[Any] | Pattern]) -> tuple[dict[str, Any], bool]:
-    """`parameters` with each chosen property narrowed to an enum of its valid values, and whether a
-    valid call exists (False when a required parameter has no valid value). An optional array
-    without valid values is dropped from the schema."""
+    """`parameters` with each chosen property narrowed to an enum of its valid values (a `Pattern`: to a
+    string matching it), and whether a valid call exists (False when a required parameter has no valid
+    value). An optional array without valid values is dropped from the schema."""
     schema = {**parameters, "properties": dict(parameters.get("properties", {}))}
     required = set(parameters.get("required", []))
     for name, values in choices.items():
