@@ -4,7 +4,7 @@ A scripted baseline and SFT teacher, never a hidden path: every call it makes is
 trajectory format, and its final answer is its own `answer` call.
 
 - causal ("what event led to X", parsed by `eventrag.query.causal`): search(question), then
-  timeline(X, "causes"); the answer picked from the best-linked causes by the causal reader
+  timeline(X, "causes", kind=the kind of event asked for, when named: "supplier event"); the answer picked from the best-linked causes by the causal reader
   (`prompts.CAUSES_SYSTEM`); when the timeline lists none, read(the report telling X) and the answer
   read from the evidence;
 - temporal ("which came first", "how many years after", `eventrag.query.temporal`): dates(A, B, op);
@@ -29,6 +29,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, get_args
 
+from agent.cause_kind import kind_stems
 from agent.chunk_header import split_header
 from agent.focus import backend_embed, stem, words
 from agent.llm import LLMError, ToolCall, ToolSpec
@@ -57,6 +58,7 @@ class Script:
     question: str
     form: str  # causal | temporal | bridge | lookup
     target: str = ""  # causal: the event asked about
+    kind: str = ""  # causal: the kind of event asked for, when the question names one ("supplier event")
     temporal: TemporalQuestion | None = None
     bridge: Bridge | None = None
 
@@ -66,7 +68,7 @@ def classify(question: str, ctx: PolicyContext | None = None) -> Script:
     model (the rule split otherwise, and when that call gives none)."""
     cq = parse_causal(question)
     if cq is not None:
-        return Script(question, "causal", target=cq.target)
+        return Script(question, "causal", target=cq.target, kind=cq.kind if kind_stems(cq.kind) else "")
     tq = parse_temporal(question)
     if tq is not None:
         return Script(question, "temporal", temporal=tq)
@@ -149,8 +151,10 @@ def scripted_call(script: Script, steps: list[Step], can_read: Collection[str] |
         if not _made(steps, "search"):
             return _call("search", query=script.question)
         made = _made(steps, "timeline")
-        return _call("timeline", subject=script.target, relation="causes") if made is None else _unlinked(
-            made[1], steps, can_read)
+        if made is not None:
+            return _unlinked(made[1], steps, can_read)
+        kind = {"kind": script.kind} if script.kind else {}
+        return _call("timeline", subject=script.target, relation="causes", **kind)
     if script.form == "bridge" and script.bridge is not None:
         resolved = _made(steps, "resolve")
         if resolved is None:

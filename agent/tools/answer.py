@@ -232,15 +232,16 @@ def sentence_parts(run: RunState, sq: SubQuestion | None) -> list[str]:
 
 
 def event_pattern(run: RunState) -> Pattern | None:
-    """After a bare name was refused for a question asking for an event: the refused name followed by
-    what happened ("Orvell Logistics went bankrupt"); None otherwise."""
+    """After a bare name was refused for a question asking for an event: the refused name told with what
+    happened, after it ("Orvell Logistics went bankrupt", "Ardent Filtration, their maker, had gone into
+    administration") or before it ("Kingsgate was taken over by Castellan Bank"); None otherwise."""
     if not _refused(run.steps[-1:], EVENT):
         return None
     refused = refused_answer(run)
     if not refused or any(c in refused for c in '"\\'):  # the pattern's characters go into a JSON string as written
         return None
     literal = re.sub(r"([.^$*+?()[\]{}|])", r"\\\1", refused)  # llama.cpp's patterns know no "\ "
-    return Pattern(f"^{literal} [a-z][a-zA-Z0-9 ,'-]+$")
+    return Pattern(f"^({literal},? [a-z][a-zA-Z0-9 ,'-]+|[A-Za-z0-9][a-zA-Z0-9 ,'-]* {literal}[a-zA-Z0-9 ,'-]*)$")
 
 
 def options_refused_last(run: RunState) -> bool:

@@ -14,9 +14,11 @@ cause they lead through ("via"). Lines are
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from agent.causal import MIN_MATCH, Matcher, Ranked, Ranking, find_subject, rank_causes
+from agent.cause_kind import by_kind
 from agent.event_links import backend_graph, causal_edges
 from agent.focus import backend_embed, sentences_of, words
 from agent.prompts import DATA_NOTE
@@ -37,6 +39,7 @@ TEXT_CHARS, SUPPORT_CHARS = 160, 150
 # what the numbered lines are, said before them: a small model answered "what led to X" with X, the subject line
 LIST_HEADS = {"causes": "what led to it, best evidence first:", "before": "before it, nearest first:",
               "after": "after it, in time order:", "around": "around it, in time order:"}
+KIND_HEAD = 'what led to it; told as "{kind}" first, the furthest back in the chain first:'
 
 
 def _causes(ctx: ToolContext, subject: str) -> tuple[Ranked | None, list[Ranked]]:
@@ -90,6 +93,21 @@ def _around(ctx: ToolContext, subject: str, relation: Relation) -> tuple[Ranked 
     return target, out[:SHOWN] if relation != "around" else out
 
 
+def _reports(ctx: ToolContext) -> Callable[[Ranked], str]:
+    """The text of the report telling a cause (its event's chunk's document), read once per document."""
+    texts: dict[str, str] = {}
+
+    def report(r: Ranked) -> str:
+        chunk = ctx.backend.get_chunk(r.event_chunk or r.chunk_id)
+        if chunk is None:
+            return ""
+        if chunk.doc_id not in texts:
+            texts[chunk.doc_id] = " ".join(c.text for c in ctx.backend.get_document_chunks(chunk.doc_id))
+        return texts[chunk.doc_id]
+
+    return report
+
+
 def _line(r: Ranked) -> str:
     when = r.date or "undated"
     cite = f"[c:{r.event_chunk or r.chunk_id}]"
@@ -107,17 +125,21 @@ def _event_data(r: Ranked) -> dict[str, Any]:
 
 
 def make_timeline(ctx: ToolContext) -> Tool:
-    def timeline(subject: str, relation: Relation = "around") -> ToolResult:
+    def timeline(subject: str, relation: Relation = "around", kind: str = "") -> ToolResult:
         """Dated events linked to an event, with the sentence that links them. relation: "causes" (what
         led to it, best evidence first), "before", "after", or "around" (time order).
 
         Args:
             subject: the event, in a few words from the question
             relation: causes, before, after or around
+            kind: for causes, the kind of event asked for, if the question names one ("supplier")
         """
         if not words(subject):
             raise ToolError("subject is empty; name the event in a few words")
         target, events = _causes(ctx, subject) if relation == "causes" else _around(ctx, subject, relation)
+        matched = 0
+        if relation == "causes" and kind:
+            events, matched = by_kind(events, kind, _reports(ctx))
         if target is None and not events:
             return ToolResult(content=f"No event matching {subject!r} was found. Search for it first or use other words.",
                               data={"subject": None, "events": []})
@@ -131,7 +153,7 @@ def make_timeline(ctx: ToolContext) -> Tool:
         else:
             lines.append("subject: not found in the evidence")
         if shown:
-            lines.append(LIST_HEADS[relation])
+            lines.append(KIND_HEAD.format(kind=neutralize(kind)) if matched else LIST_HEADS[relation])
         lines += [f"{i}. {_line(r)}" for i, r in enumerate(shown, 1)]
         if not shown:
             lines.append("no linked event found" if relation == "causes" else f"no dated event {relation} it found")
@@ -139,7 +161,8 @@ def make_timeline(ctx: ToolContext) -> Tool:
         cited += [c for r in shown for c in (r.event_chunk, r.chunk_id)]
         subject_data = ({"text": target.text, "date": target.date or None, "chunk_id": target.chunk_id}
                         if target else None)
-        data = {"subject": subject_data, "relation": relation, "events": [_event_data(r) for r in events]}
+        data = {"subject": subject_data, "relation": relation, "events": [_event_data(r) for r in events],
+                "kind": kind, "of_kind": matched}
         return ToolResult(content="\n".join(lines), evidence=evidence_for(ctx, cited), data=data)
 
     return Tool.from_function(timeline)

@@ -53,6 +53,9 @@ def test_the_retry_after_a_bare_name_must_say_what_the_name_did(backend):
     assert "pattern" not in grammars[1]["properties"]["answer"]
     pattern = grammars[2]["properties"]["answer"]["pattern"]
     assert re.fullmatch(pattern, "Warsaw saw Marie Curie born") and not re.fullmatch(pattern, "Warsaw")
+    # what happened may come before the name ("was taken over by Castellan Bank") or after a comma
+    assert re.fullmatch(pattern, "Marie Curie was born in Warsaw") and re.fullmatch(pattern, "Warsaw, her city, saw her born")
+    assert not re.fullmatch(pattern, "Marie Curie was born in Paris")
     assert run.answer == "Warsaw saw Marie Curie born" and run.counters.tool_errors == 1
 
 

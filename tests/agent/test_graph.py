@@ -120,9 +120,9 @@ def test_at_the_last_step_only_answer_is_offered(backend):
 def test_the_status_line_states_facts_and_never_asks_for_a_fold(backend):
     model = ScriptedChatModel([("search", {"query": "Marie Curie born"}), ("search", {"query": "Warsaw"}),
                                ("answer", {"answer": "Warsaw", "citations": ["d1#0"]})])  # fmt: skip
-    run_agent(Q, AgentDeps(model, backend), RunOptions(context_budget=1900, **OPTS))
+    run_agent(Q, AgentDeps(model, backend), RunOptions(context_budget=2000, **OPTS))
     status = [c["messages"][-1].content for c in _turns(model)]
-    assert status[0].startswith("[status] step 1 of 12 · context ") and "of 1900 tokens" in status[0]
+    assert status[0].startswith("[status] step 1 of 12 · context ") and "of 2000 tokens" in status[0]
     assert "fold targets: all (steps 1-2) · open folds: none" in status[2]
     assert "queries run (2): marie curie born; warsaw" in status[2]
     assert "chunks seen (" in status[2] and "d1#0" in status[2]
