@@ -96,7 +96,7 @@ class OptimSection(_Strict):
 
 
 class QuestionsSection(_Strict):
-    """Training questions: a JSONL of {id?, question, answer | answers, answer_aliases?}, or a dataset
+    """Training questions: a JSONL of {id?, question, answer | answers, answer_aliases? | aliases?}, or a dataset
     folder or official question file of HotpotQA / MuSiQue / 2Wiki / MultiHopRAG (as in data/multihop);
     ``offset`` and ``limit`` pick them in file order."""
 

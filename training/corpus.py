@@ -5,8 +5,9 @@ Questions come from either
   2Wiki / MultiHopRAG, e.g. the repository's ``data/multihop/hotpotqa_train100`` or
   ``hotpot_train_v1.1.json``): the corpus is the questions' own passages, indexed
   into an EventRAG index of their own (``eval.multihop.corpus_index``, rule extraction: no LLM); or
-- a JSONL file of ``{id?, question, answer | answers, answer_aliases?}`` with ``corpus.documents``
-  naming the documents to index (a folder or file of .md/.txt).
+- a JSONL file of ``{id?, question, answer | answers, answer_aliases? | aliases?}`` with
+  ``corpus.documents`` naming the documents to index (a folder or file of .md/.txt), as the story sets
+  of ``data/stories/`` and ``examples/`` are written.
 
 The backend is the EventRAG retriever (``eventrag.stack.open_stack``), which is the agent's
 ``SearchBackend``.
@@ -40,7 +41,7 @@ def _jsonl_questions(path: Path) -> list[TrainingQuestion]:
         except json.JSONDecodeError as exc:
             raise QuestionsError(f"{path}:{n}: not JSON ({exc})") from exc
         answers = row.get("answers") or ([row["answer"]] if isinstance(row.get("answer"), str) else row.get("answer"))
-        golds = [*(answers or []), *(row.get("answer_aliases") or [])]
+        golds = [*(answers or []), *(row.get("answer_aliases") or row.get("aliases") or [])]
         if not row.get("question") or not golds:
             raise QuestionsError(f"{path}:{n}: needs 'question' and 'answer' (or 'answers')")
         out.append(TrainingQuestion(id=str(row.get("id", n)), question=row["question"], golds=golds))
