@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_tools_capability import _call, _first, _open
+from test_tools_capability import _call, _open, cause_first
 
 CORPUS = Path(__file__).resolve().parents[2] / "examples" / "aldermoor" / "corpus"
 
@@ -36,9 +36,7 @@ def aldermoor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def test_timeline_ranks_the_cause_above_the_earlier_event_and_the_effect(aldermoor: Any, qid: str):
     subject, cause, earlier, effect = CAUSAL[qid]
     events = _call(aldermoor, "timeline", subject=subject, relation="causes").data["events"]
-    found = _first(events, cause)
-    assert found < len(events), (qid, [e["text"] for e in events])
-    assert found < _first(events, earlier) and found < _first(events, effect), (qid, [e["text"] for e in events])
+    cause_first(events, qid, cause, earlier, effect)
 
 
 def test_a_reason_told_in_the_subjects_own_sentence_ranks_the_event_it_echoes_first(aldermoor: Any):

@@ -81,6 +81,14 @@ def _first(events: list[dict[str, Any]], keys: list[str]) -> int:
     return hits[0] if hits else len(events)
 
 
+def cause_first(events: list[dict[str, Any]], qid: str, cause: list[str], earlier: list[str], effect: list[str]) -> int:
+    """The rank of the real cause, asserted listed and above the unrelated earlier event and the effect."""
+    found = _first(events, cause)
+    assert found < len(events), (qid, [e["text"] for e in events])
+    assert found < _first(events, earlier) and found < _first(events, effect), (qid, [e["text"] for e in events])
+    return found
+
+
 def _questions() -> dict[str, dict[str, Any]]:
     rows = [json.loads(line) for line in (RIVERSIDE / "questions.jsonl").read_text().splitlines() if line.strip()]
     return {r["id"]: r for r in rows}
@@ -102,9 +110,7 @@ def test_timeline_ranks_the_cause_above_the_earlier_event_and_the_effect(riversi
     subject, cause, earlier, effect = CAUSAL[qid]
     result = _call(riverside, "timeline", subject=subject, relation="causes")
     events = result.data["events"]
-    found = _first(events, cause)
-    assert found < len(events), (qid, [e["text"] for e in events])
-    assert found < _first(events, earlier) and found < _first(events, effect), (qid, [e["text"] for e in events])
+    found = cause_first(events, qid, cause, earlier, effect)
     assert events[found]["link"] in ("connective", "CAUSES") and events[found]["support"]
     # the cause's chunk is evidence the model can cite, and the line shows it
     assert events[found]["chunk_id"] in {ev.chunk_id for ev in result.evidence}
