@@ -4,9 +4,9 @@ A scripted baseline and SFT teacher, never a hidden path: every call it makes is
 trajectory format, and its final answer is its own `answer` call.
 
 - causal ("what event led to X", parsed by `eventrag.query.causal`): search(question), then
-  timeline(X, "causes", kind=the kind of event asked for, when named: "supplier event"); the answer picked from the best-linked causes by the causal reader
-  (`prompts.CAUSES_SYSTEM`); when the timeline lists none, read(the report telling X) and the answer
-  read from the evidence;
+  timeline(X, "causes", kind=the kind of event the question names, if any: "supplier event"); the
+  answer picked from the best-linked causes by the causal reader (`prompts.CAUSES_SYSTEM`); when the
+  timeline lists none, read(the report telling X) and the answer read from the evidence;
 - temporal ("which came first", "how many years after", `eventrag.query.temporal`): dates(A, B, op);
   the answer is the earlier/later side or the difference the tool computed;
 - bridge (a description where a name should be, `eventrag.query.bridge`): resolve(description), then
