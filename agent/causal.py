@@ -199,18 +199,18 @@ def _when(text: str, support: str, sents: Sequence[Sentence], passages: Sequence
     sent = best[3]
     return date_near(sent.text, words(text)), _chunk(passages, sent), sent.text
 
-
 def _antecedent(span: str, sentence: str, sents: Sequence[Sentence], passages: Sequence[Passage],
                 m: Matcher) -> Sentence | None:
-    """The sentence a short cause ("the closure") refers back to: the first of its own document, before
-    `sentence`, that names it. A report tells an event where it introduces it ("found a crack") before it
-    refers back to it ("water seeped through the crack"); another report's closure is another event."""
+    """The sentence a short cause ("the closure") refers back to: the first of its own report, before
+    `sentence`, that names it, where the report introduces the event; never another report's namesake."""
     here = next((s for s in sents if s.text == sentence), None)
-    order = {id(s): (getattr(passages[s.passage], "index", 0), s.position) for s in sents}
-    before = [s for s in sents if here is not None and passages[s.passage].doc_id == passages[here.passage].doc_id
-              and order[id(s)] < order[id(here)] and m.share(span, s.text) >= MIN_MATCH]
+    if here is None:
+        return None
+    order = {id(s): (getattr(passages[s.passage], "index", 0), s.position)  # the sentences of its report, in order
+             for s in sents if passages[s.passage].doc_id == passages[here.passage].doc_id}
+    before = [s for s in sents if id(s) in order and order[id(s)] < order[id(here)]
+              and m.share(span, s.text) >= MIN_MATCH]
     return min(before, key=lambda s: order[id(s)], default=None)
-
 
 def _late(time: EventTime | None, subject: Ranked | None) -> bool:
     if time is None or subject is None or subject.time is None or not subject.time.start:
@@ -317,13 +317,14 @@ def rank_causes(
     found = _follow(m, core, stated, 1.0, 1, set())
     ranked: list[Ranked] = []
     for st, score, depth in found:
-        time, event_chunk, told = _when(st.link.cause, st.link.sentence, sents, passages, target, m)
         link: Link = "CAUSES" if st.link.connective == "CAUSES" else "connective"
         text = st.link.cause
         ante = _antecedent(text, st.link.sentence, sents, passages, m) if len(words(text)) <= SHORT_SPAN else None
         if ante is not None:  # "Because of the closure, …": the closure its own report told before
             told, event_chunk = ante.text, _chunk(passages, ante)
             time = _dated(ante.text) or _when(ante.text, st.link.sentence, sents, passages, target, m)[0]
+        else:
+            time, event_chunk, told = _when(text, st.link.sentence, sents, passages, target, m)
         if not told and st.cause_context:  # "The discovery prompted ...": the sentence before tells the discovery
             told, time, event_chunk = st.cause_context, _dated(st.cause_context), st.chunk_id
         if told and len(words(text)) <= SHORT_SPAN:  # "the crack": the sentence telling it says what it was

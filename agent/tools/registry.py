@@ -9,10 +9,10 @@ Choices: a tool may name, per parameter, the values valid *right now* (the fold 
 the status line shows, the chunk ids seen so far). `ToolRegistry.specs()` puts them into each spec's
 `grammar_parameters` (enums a constrained decoder cannot leave, or a `Pattern` for values too open to
 list) and marks a tool without any valid value `available=False`; `parameters` (what the prompt shows)
-never changes. A call outside the choices is answered with the valid ones. A tool may also name optional parameters that are required
-*right now* (`required`): the grammar then lists them first and requires them (a constrained decoder
-writes properties in schema order); and whether it is offered this turn at all (`ready`). This is the
-one tool surface for inference, SFT and RL.
+never changes. A call outside the choices is answered with the valid ones. A tool may also name
+optional parameters that are required *right now* (`required`): the grammar then lists them first and
+requires them (a constrained decoder writes properties in schema order); and whether it is offered this
+turn at all (`ready`). This is the one tool surface for inference, SFT and RL.
 """
 
 from __future__ import annotations
