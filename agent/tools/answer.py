@@ -46,6 +46,7 @@ from agent.tools.context import ToolContext
 from agent.tools.ids import adapt_ids, clean_citations
 from agent.tools.registry import Pattern, Tool, ToolError, ToolResult
 from agent.tools.resolve import resolved
+from agent.tools.told_events import Told, told_events
 from eventrag.connectives import causal_links
 
 __all__ = ["clean_citations", "make_answer", "supporting"]
@@ -244,6 +245,20 @@ def event_pattern(run: RunState) -> Pattern | None:
     return Pattern(f"^({literal},? [a-z][a-zA-Z0-9 ,'-]+|[A-Za-z0-9][a-zA-Z0-9 ,'-]* {literal}[a-zA-Z0-9 ,'-]*)$")
 
 
+def told_of(run: RunState, name: str) -> list[str]:
+    """What the causes a timeline listed tell happened to or by `name` (without a timeline, the seen
+    evidence), in the timeline's order."""
+    causes = [e for st in run.steps for d in st.data if d.get("relation") == "causes" for e in d.get("events", [])[:5]]
+    passages = [Told(str(e.get("text") or "")) for e in causes] if causes else list(run.evidence.values())
+    return told_events(name, passages)
+
+
+def name_events(run: RunState) -> list[str]:
+    """After a bare name was refused for a question asking for an event: the events told of it
+    (`told_of`), which the answer grammar offers; [] otherwise."""
+    return told_of(run, refused_answer(run)) if _refused(run.steps[-1:], EVENT) else []
+
+
 def options_refused_last(run: RunState) -> bool:
     """Whether the run's last step is an answer call refused for naming neither option of the question."""
     return _refused(run.steps[-1:], OPTIONS)
@@ -295,7 +310,9 @@ def make_answer(ctx: ToolContext) -> Tool:
         if not text:
             raise ToolError("answer is empty; give the answer in a few words")
         sq = _item(run, item)
-        problem = _problem(run, sq, text)
+        problem = None if text in name_events(run) else _problem(run, sq, text)  # copied from the evidence
+        if problem and problem.startswith(EVENT) and told_of(run, text):
+            problem += "; the causes tell of it: " + "; ".join(f'"{e}"' for e in told_of(run, text))
         if problem and not ctx.last_turn and not _refused_before(run, problem):
             raise ToolError(problem)
         cites = checked_citations(run, text, citations)
@@ -317,8 +334,12 @@ def make_answer(ctx: ToolContext) -> Tool:
         parts = sentence_parts(run, sq)
         if parts:
             now["answer"] = parts
-        pattern = event_pattern(run)
-        if pattern:  # told to say what happened, a 1.5B gave the same name again: the grammar extends it
+        told = name_events(run)
+        pattern = None if told else event_pattern(run)
+        if told:  # told to say what happened, a 1.5B restated the name with what it recalled ("X, the
+            # supplier of …"): the grammar offers what the evidence tells of it
+            now["answer"] = list(told)
+        elif pattern:  # and with no clause of the evidence naming it, the grammar extends the name
             now["answer"] = pattern
         return now
 

@@ -39,7 +39,10 @@ TEXT_CHARS, SUPPORT_CHARS = 160, 150
 # what the numbered lines are, said before them: a small model answered "what led to X" with X, the subject line
 LIST_HEADS = {"causes": "what led to it, best evidence first:", "before": "before it, nearest first:",
               "after": "after it, in time order:", "around": "around it, in time order:"}
-KIND_HEAD = 'what led to it; told as "{kind}" first, the furthest back in the chain first:'
+KIND_HEAD = 'what led to it, told as "{kind}", the furthest back in the chain first:'
+# the causes of another kind are left out of a kind's list (counted in this line): listed after the kind's,
+# the one that names who ordered the effect drew a 1.5B's answer away from the kind's cause
+OTHERS_LINE = '{n} other cause(s) not told as "{kind}": timeline without kind lists them'
 
 
 def _causes(ctx: ToolContext, subject: str) -> tuple[Ranked | None, list[Ranked]]:
@@ -119,6 +122,15 @@ def _line(r: Ranked) -> str:
     return f"{cite} {when} {neutralize(snippet(r.text, TEXT_CHARS))} ({neutralize(support)})"
 
 
+def _subject_line(target: Ranked, relation: str) -> str:
+    """The subject's own sentence anchors a time-ordered list, but under "causes" it is the effect, and
+    the actors it names (whoever ordered or announced it) are not what led to it: cite it, don't tell it."""
+    head = f"subject (the event itself): [c:{target.chunk_id}] {target.date or 'undated'}"
+    if relation == "causes":
+        return f"{head} (the effect asked about, not a cause)"
+    return f"{head} {neutralize(snippet(target.text, TEXT_CHARS))}"
+
+
 def _event_data(r: Ranked) -> dict[str, Any]:
     return {"text": r.text, "date": r.date or None, "chunk_id": r.event_chunk or r.chunk_id, "score": r.score,
             "link": r.link, "support": r.full_support, "support_chunk": r.chunk_id, "depth": r.depth}
@@ -143,18 +155,20 @@ def make_timeline(ctx: ToolContext) -> Tool:
         if target is None and not events:
             return ToolResult(content=f"No event matching {subject!r} was found. Search for it first or use other words.",
                               data={"subject": None, "events": []})
-        shown = events[:SHOWN]  # and a cause found through one of them: the chain's next link
-        shown += [r for r in events[SHOWN:] if r.via in {s.text for s in shown}][:CHAIN_SHOWN]
+        listed = events[:matched] if matched else events
+        shown = listed[:SHOWN]  # and a cause found through one of them: the chain's next link
+        shown += [r for r in listed[SHOWN:] if r.via in {s.text for s in shown}][:CHAIN_SHOWN]
         head = f"Timeline of {neutralize(subject)!r} ({relation}) {DATA_NOTE}:"
         lines = [head]
         if target is not None:
-            lines.append(f"subject (the event itself): [c:{target.chunk_id}] {target.date or 'undated'} "
-                         f"{neutralize(snippet(target.text, TEXT_CHARS))}")
+            lines.append(_subject_line(target, relation))
         else:
             lines.append("subject: not found in the evidence")
         if shown:
             lines.append(KIND_HEAD.format(kind=neutralize(kind)) if matched else LIST_HEADS[relation])
         lines += [f"{i}. {_line(r)}" for i, r in enumerate(shown, 1)]
+        if matched and len(events) > matched:
+            lines.append(OTHERS_LINE.format(n=len(events) - matched, kind=neutralize(kind)))
         if not shown:
             lines.append("no linked event found" if relation == "causes" else f"no dated event {relation} it found")
         cited = [target.chunk_id] if target else []

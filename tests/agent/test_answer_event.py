@@ -1,17 +1,18 @@
 """A question asking for an event is not answered by a bare name: the answer contract refuses "Orvell
-Logistics" for "What supplier event led to …?" once, and the retry's grammar extends the refused name
-with what happened (a 1.5B model told so in words gave the same name again)."""
+Logistics" for "What supplier event led to …?" once, and the retry's grammar offers what the evidence
+tells of the name, or, where it tells nothing, extends the name with what happened (a 1.5B model told
+so in words gave the same name again)."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
-from agent_doubles import ScriptedChatModel
+from agent_doubles import MemoryBackend, ScriptedChatModel
 
 from agent.graph import AgentDeps
 from agent.runner import run_agent
-from agent.tools.answer import name_problem
+from agent.tools.answer import SENTENCE_WORDS, name_problem
 from agent.tools.registry import Pattern, narrowed
 from eventfold.run_options import RunOptions
 
@@ -39,24 +40,60 @@ def test_a_question_asking_for_an_event_refuses_a_bare_name(question: str, answe
     assert found is None or found.startswith("the question asks for an event: ")
 
 
-def test_the_retry_after_a_bare_name_must_say_what_the_name_did(backend):
+def test_the_retry_after_a_bare_name_no_evidence_tells_of_must_say_what_the_name_did(backend):
     question = "What event of 1867 opens Marie Curie's life?"
     model = ScriptedChatModel([
         ("search", {"query": "Marie Curie born Warsaw"}),
-        ("answer", {"answer": "Warsaw", "citations": ["d1#0"]}),
-        ("answer", {"answer": "Warsaw saw Marie Curie born", "citations": ["d1#0"]}),
+        ("answer", {"answer": "Krakow", "citations": ["d1#0"]}),
+        ("answer", {"answer": "Krakow saw Marie Curie born", "citations": ["d1#0"]}),
     ])  # fmt: skip
     run = run_agent(question, AgentDeps(model, backend), RunOptions(**OPTS)).run
     results = [s.results[0].content for s in run.steps]
-    assert results[1].startswith("error: the question asks for an event: 'Warsaw' is a name")
+    assert results[1].startswith("error: the question asks for an event: 'Krakow' is a name")
     grammars = [next(t for t in c["tools"] if t.name == "answer").grammar_parameters for c in model.calls if c["tools"]]
     assert "pattern" not in grammars[1]["properties"]["answer"]
     pattern = grammars[2]["properties"]["answer"]["pattern"]
-    assert re.fullmatch(pattern, "Warsaw saw Marie Curie born") and not re.fullmatch(pattern, "Warsaw")
+    assert re.fullmatch(pattern, "Krakow saw Marie Curie born") and not re.fullmatch(pattern, "Krakow")
     # what happened may come before the name ("was taken over by Castellan Bank") or after a comma
-    assert re.fullmatch(pattern, "Marie Curie was born in Warsaw") and re.fullmatch(pattern, "Warsaw, her city, saw her born")
+    assert re.fullmatch(pattern, "Marie Curie was born in Krakow") and re.fullmatch(pattern, "Krakow, her city, saw her born")
     assert not re.fullmatch(pattern, "Marie Curie was born in Paris")
-    assert run.answer == "Warsaw saw Marie Curie born" and run.counters.tool_errors == 1
+    assert run.answer == "Krakow saw Marie Curie born" and run.counters.tool_errors == 1
+
+
+def test_the_retry_after_a_bare_name_the_evidence_tells_of_picks_what_it_tells(backend):
+    """The refusal names what the seen evidence tells of the name, and the retry's grammar offers those
+    clauses alone, without their dates: the model picks an event, it does not recall one."""
+    model = ScriptedChatModel([
+        ("search", {"query": "Marie Curie born Warsaw"}),
+        ("answer", {"answer": "Warsaw", "citations": ["d1#0"]}),
+        ("answer", {"answer": "Marie Curie was born in Warsaw", "citations": ["d1#0"]}),
+    ])  # fmt: skip
+    run = run_agent("What event of 1867 opens Marie Curie's life?", AgentDeps(model, backend), RunOptions(**OPTS)).run
+    assert '"Marie Curie was born in Warsaw"' in run.steps[1].results[0].content
+    offered = next(t for t in model.calls[-1]["tools"] if t.name == "answer").grammar_parameters
+    enum = offered["properties"]["answer"]["enum"]
+    assert "Marie Curie was born in Warsaw" in enum and "Pierre Curie was born in Paris" not in enum
+    assert run.answer == "Marie Curie was born in Warsaw" and run.counters.tool_errors == 1
+
+
+def test_after_a_timeline_of_causes_the_retry_offers_what_the_causes_tell_even_past_an_answers_length(backend):
+    """With causes listed, only their sentences are offered; a clause copied from one is recorded even
+    when it runs past the length the contract gives a free answer."""
+    long_cause = "Warsaw's secret Flying University taught Marie Curie physics and chemistry in the evenings"
+    docs = {"d1": ("Curie", f"In 1889, {long_cause}. Warsaw had no university open to women.\n\n"
+                            "Because of the evening classes, Marie Curie left for the Sorbonne in 1891.")}
+    model = ScriptedChatModel([
+        ("search", {"query": "Marie Curie Sorbonne"}),
+        ("timeline", {"subject": "Marie Curie left for the Sorbonne", "relation": "causes"}),
+        ("answer", {"answer": "Warsaw", "citations": ["d1#0"]}),
+        ("answer", {"answer": long_cause, "citations": ["d1#0"]}),
+    ])  # fmt: skip
+    run = run_agent("Why did Marie Curie leave for the Sorbonne?", AgentDeps(model, MemoryBackend(docs)),
+                    RunOptions(**OPTS)).run  # fmt: skip
+    assert run.steps[2].results[0].content.startswith("error: the question asks for an event: 'Warsaw' is a name")
+    enum = next(t for t in model.calls[-1]["tools"] if t.name == "answer").grammar_parameters["properties"]["answer"]["enum"]
+    assert enum == [long_cause], enum  # "Warsaw had no university open to women" is no listed cause's
+    assert len(long_cause.split()) > SENTENCE_WORDS and run.answer == long_cause
 
 
 def test_a_pattern_choice_narrows_a_string_to_a_json_schema_pattern():

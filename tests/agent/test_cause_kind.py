@@ -48,7 +48,14 @@ def test_the_cause_of_the_kind_asked_for_furthest_back_is_listed_first(stacks: d
     assert cause in events[0]["text"], (qid, [e["text"] for e in events])
     assert any(nearer in e["text"] for e in events[1:]), (qid, [e["text"] for e in events])
     assert cause not in plain[0]["text"].split(" — ")[0]  # without the kind the nearest link leads
-    assert f'told as "{kind}" first' in result.content and result.data["of_kind"] >= 1
+    matched = result.data["of_kind"]
+    assert f'told as "{kind}"' in result.content and matched >= 1
+    listed = [e["text"][:60] for e in events[:matched]]
+    assert all(t in result.content for t in listed[:5])  # the kind's causes are listed, the others only counted
+    numbered = [line.split("] ", 1)[-1] for line in result.content.splitlines() if line[:1].isdigit()]
+    assert not any(line.split(" ", 1)[-1].startswith(e["text"][:60]) for e in events[matched:] for line in numbered
+                   if e["text"][:60] not in listed)  # fmt: skip
+    assert f"{len(events) - matched} other cause(s)" in result.content or len(events) == matched
     assert sorted(e["text"] for e in events) == sorted(e["text"] for e in plain)  # reordered, none added or lost
 
 
