@@ -122,15 +122,6 @@ def _line(r: Ranked) -> str:
     return f"{cite} {when} {neutralize(snippet(r.text, TEXT_CHARS))} ({neutralize(support)})"
 
 
-def _subject_line(target: Ranked, relation: str) -> str:
-    """The subject's own sentence anchors a time-ordered list, but under "causes" it is the effect, and
-    the actors it names (whoever ordered or announced it) are not what led to it: cite it, don't tell it."""
-    head = f"subject (the event itself): [c:{target.chunk_id}] {target.date or 'undated'}"
-    if relation == "causes":
-        return f"{head} (the effect asked about, not a cause)"
-    return f"{head} {neutralize(snippet(target.text, TEXT_CHARS))}"
-
-
 def _event_data(r: Ranked) -> dict[str, Any]:
     return {"text": r.text, "date": r.date or None, "chunk_id": r.event_chunk or r.chunk_id, "score": r.score,
             "link": r.link, "support": r.full_support, "support_chunk": r.chunk_id, "depth": r.depth}
@@ -161,7 +152,8 @@ def make_timeline(ctx: ToolContext) -> Tool:
         head = f"Timeline of {neutralize(subject)!r} ({relation}) {DATA_NOTE}:"
         lines = [head]
         if target is not None:
-            lines.append(_subject_line(target, relation))
+            lines.append(f"subject (the event itself): [c:{target.chunk_id}] {target.date or 'undated'} "
+                         f"{neutralize(snippet(target.text, TEXT_CHARS))}")
         else:
             lines.append("subject: not found in the evidence")
         if shown:
