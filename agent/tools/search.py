@@ -12,12 +12,10 @@ from __future__ import annotations
 import re
 
 from agent.chunk_header import shown
-from agent.focus import stem, words
 from agent.prompts import DATA_NOTE
 from agent.state import CITATION_RE, Evidence, RunState
 from agent.tools.context import ToolContext, neutralize
 from agent.tools.registry import Tool, ToolError, ToolResult
-from eventrag.index.chunking import split_sentences
 
 
 def normalize_query(query: str) -> str:
@@ -27,34 +25,6 @@ def normalize_query(query: str) -> str:
 def snippet(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026"
-
-
-def focused_snippet(text: str, query: str, limit: int, skip: set[str] | None = None) -> str:
-    """`text` within `limit` characters, then, when the head leaves out the sentence sharing most of
-    the query's words, that sentence too (clipped to `limit`), after "…"; a sentence in `skip` (what
-    the results show already; the one added here joins it) is not added again. A chunk's answer is often
-    past its head, in the sentence that names what the query names; the head says what it is about."""
-    flat = " ".join(text.split())
-    head = snippet(flat, limit)
-    asked = {stem(w) for w in words(query)}
-    if len(flat) <= limit or not asked:
-        return head
-    skip = set() if skip is None else skip
-    spans = split_sentences(flat)
-    shared = [len(asked & {stem(w) for w in words(flat[a:b])}) for a, b in spans]
-    in_head = max((n for (a, _), n in zip(spans, shared, strict=True) if a < limit - 1), default=0)
-    past = [(n, a, b) for (a, b), n in zip(spans, shared, strict=True) if a >= limit - 1 and flat[a:b] not in skip]
-    if not past or max(past)[0] <= in_head:  # the head says as much of what the query names
-        return head
-    _, a, b = max(past, key=lambda p: (p[0], -p[1]))
-    skip.add(flat[a:b])
-    return f"{head} {snippet(flat[a:b], limit)}"
-
-
-def _head_sentences(text: str, limit: int) -> set[str]:
-    """The whole sentences of `text`'s first `limit` characters (what a result's head shows)."""
-    flat = " ".join(text.split())
-    return {flat[a:b] for a, b in split_sentences(flat) if b <= limit}
 
 
 def shown_ids(run: RunState) -> set[str]:
@@ -77,14 +47,13 @@ def run_search(ctx: ToolContext, query: str, note: str = "", *, top_k: int | Non
         return ToolResult(content=f"{note}No results for {query!r}. Try other keywords.")
     item = run.plan.tie(run.next_step, [c.chunk_id for c in chunks])
     lines = [f"{note}Results for {query!r} {DATA_NOTE}:"]
-    evidence: list[Evidence] = []
-    skip = {s for c in chunks[: opts.show_k] for s in _head_sentences(shown(c.title, c.text)[1], opts.result_chars)}
+    evidence = []
     for i, ch in enumerate(chunks, 1):
         if i <= opts.show_k:
             meta, body = shown(ch.title, ch.text)
             title = f' "{neutralize(ch.title)}"' if ch.title else ""
             lines.append(f"[{i}] [c:{ch.chunk_id}]{title}{neutralize(meta)}: "
-                         f"{neutralize(focused_snippet(body, query, opts.result_chars, skip))}")
+                         f"{neutralize(snippet(body, opts.result_chars))}")
         evidence.append(
             Evidence(chunk_id=ch.chunk_id, doc_id=ch.doc_id, title=ch.title, text=ch.text, step=run.next_step,
                      score=ch.score, rank=i, sub_question=item.id if item is not None else None)  # fmt: skip
