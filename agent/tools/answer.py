@@ -38,15 +38,17 @@ computed date difference, a required quote made the model answer from the one se
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-from agent.focus import stem, words
+from agent.focus import Passage, stem, words
 from agent.plan import SubQuestion
 from agent.state import RunState, Step
 from agent.tools.context import ToolContext
 from agent.tools.ids import adapt_ids, clean_citations
 from agent.tools.registry import Pattern, Tool, ToolError, ToolResult
 from agent.tools.resolve import resolved
-from agent.tools.told_events import Told, told_events
+from agent.tools.timeline import SHOWN
+from agent.tools.told_events import NAME_JOINERS, Told, told_events
 from eventrag.connectives import causal_links
 
 __all__ = ["clean_citations", "make_answer", "supporting"]
@@ -61,7 +63,6 @@ SENTENCE = "the answer is a sentence"
 EVENT = "the question asks for an event"
 _CONJUNCTS = re.compile(r",?\s+and\s+|;\s*")  # joins two causes inside one cause clause
 _EVENT_Q = re.compile(r"^\s*(?:(?:what|which)\s+(?:[\w-]+\s+){0,2}events?\b|why\b)", re.IGNORECASE)  # asks for one
-_NAME_JOINERS = frozenset("of the and for de von van &".split())
 NAMED = "the answer only names what the question names"
 _CHOICE = re.compile(r"\b(?:or|between|either)\b", re.IGNORECASE)  # an answer naming an option is one
 _OPTIONS = re.compile(r"[:,]\s*([^:,?]+?)\s+or\s+([^:,?]+?)\s*\?\s*$")  # "Which cost more: A or B?"
@@ -143,7 +144,7 @@ def name_problem(question: str, text: str) -> str | None:
     tokens = re.findall(r"[\w'&-]+", text)
     if not _EVENT_Q.search(question) or not tokens or _words(text) in UNCITED:
         return None
-    if all(t[0].isupper() or t.lower() in _NAME_JOINERS for t in tokens) and tokens[0][0].isupper():
+    if all(t[0].isupper() or t.lower() in NAME_JOINERS for t in tokens) and tokens[0][0].isupper():
         return f"{EVENT}: {text!r} is a name; say what happened, who did what, in a few words, and its citations"
     return None
 
@@ -248,8 +249,8 @@ def event_pattern(run: RunState) -> Pattern | None:
 def told_of(run: RunState, name: str) -> list[str]:
     """What the causes a timeline listed tell happened to or by `name` (without a timeline, the seen
     evidence), in the timeline's order."""
-    causes = [e for st in run.steps for d in st.data if d.get("relation") == "causes" for e in d.get("events", [])[:5]]
-    passages = [Told(str(e.get("text") or "")) for e in causes] if causes else list(run.evidence.values())
+    causes = [e for st in run.steps for d in st.data if d.get("relation") == "causes" for e in d.get("events", [])[:SHOWN]]
+    passages: Sequence[Passage] = [Told(str(e.get("text") or "")) for e in causes] if causes else list(run.evidence.values())
     return told_events(name, passages)
 
 
@@ -311,8 +312,9 @@ def make_answer(ctx: ToolContext) -> Tool:
             raise ToolError("answer is empty; give the answer in a few words")
         sq = _item(run, item)
         problem = None if text in name_events(run) else _problem(run, sq, text)  # copied from the evidence
-        if problem and problem.startswith(EVENT) and told_of(run, text):
-            problem += "; the causes tell of it: " + "; ".join(f'"{e}"' for e in told_of(run, text))
+        told = told_of(run, text) if problem and problem.startswith(EVENT) else []
+        if told:
+            problem = f"{problem}; the causes tell of it: " + "; ".join(f'"{e}"' for e in told)
         if problem and not ctx.last_turn and not _refused_before(run, problem):
             raise ToolError(problem)
         cites = checked_citations(run, text, citations)
@@ -334,13 +336,12 @@ def make_answer(ctx: ToolContext) -> Tool:
         parts = sentence_parts(run, sq)
         if parts:
             now["answer"] = parts
-        told = name_events(run)
-        pattern = None if told else event_pattern(run)
-        if told:  # told to say what happened, a 1.5B restated the name with what it recalled ("X, the
-            # supplier of …"): the grammar offers what the evidence tells of it
-            now["answer"] = list(told)
-        elif pattern:  # and with no clause of the evidence naming it, the grammar extends the name
-            now["answer"] = pattern
+        # told to say what happened, a 1.5B restated the name with what it recalled ("X, the supplier of
+        # …"): the grammar offers what the evidence tells of it, and where no clause names it, extends it
+        told: list[object] = list(name_events(run))
+        event = told or event_pattern(run)
+        if event:
+            now["answer"] = event
         return now
 
     def required() -> list[str]:

@@ -15,7 +15,7 @@ from agent.focus import Passage, sentences_of
 
 MAX_WORDS = 16  # a clause copied from the evidence may run past an answer's usual length
 MAX_CLAUSES = 6
-_JOINERS = frozenset("of the and for de von van &".split())
+NAME_JOINERS = frozenset("of the and for de von van &".split())  # lower-case words inside a name
 # where one sentence's clauses meet: a semicolon, a coordinated clause, a causal or temporal connective
 _CLAUSE_BREAK = re.compile(r";\s*|,\s+(?:and|but|while|so|which|who)\s+|,?\s+(?:because|after|since|when|so that|until)\s+")
 _MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
@@ -25,7 +25,7 @@ _TRAILING_WHEN = re.compile(rf"\s+(?:on|in|by|during|from)?\s*(?:{_WHEN})$")
 _APPOSITIVE = re.compile(r"^([A-Z][\w'&-]*(?:\s+(?:[A-Z][\w'&-]*|of|the|and|&))*),\s+[^,]{1,90},\s+(?=[a-z])")
 
 
-@dataclass(frozen=True)
+@dataclass
 class Told:
     """A sentence told as an event (a timeline's cause) read as a passage."""
 
@@ -38,7 +38,7 @@ def name_key(name: str) -> str:
     """The name's first distinctive word ("Kvarts" of "Kvarts Microsystems"): reports shorten names."""
     for token in re.findall(r"[\w'&-]+", name):
         token = re.sub(r"'s?$", "", token)
-        if token[:1].isupper() and token.lower() not in _JOINERS:
+        if token[:1].isupper() and token.lower() not in NAME_JOINERS:
             return token
     return ""
 
