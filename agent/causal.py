@@ -199,7 +199,6 @@ def _when(text: str, support: str, sents: Sequence[Sentence], passages: Sequence
     sent = best[3]
     return date_near(sent.text, words(text)), _chunk(passages, sent), sent.text
 
-
 def _antecedent(span: str, sentence: str, sents: Sequence[Sentence], passages: Sequence[Passage],
                 m: Matcher) -> Sentence | None:
     """The sentence a short cause ("the closure") refers back to: the first of its own report, before
@@ -212,7 +211,6 @@ def _antecedent(span: str, sentence: str, sents: Sequence[Sentence], passages: S
     before = [s for s in sents if id(s) in order and order[id(s)] < order[id(here)]
               and m.share(span, s.text) >= MIN_MATCH]
     return min(before, key=lambda s: order[id(s)], default=None)
-
 
 def _late(time: EventTime | None, subject: Ranked | None) -> bool:
     if time is None or subject is None or subject.time is None or not subject.time.start:
