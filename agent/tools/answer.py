@@ -248,8 +248,10 @@ def event_pattern(run: RunState) -> Pattern | None:
 
 def told_of(run: RunState, name: str) -> list[str]:
     """What the causes a timeline listed tell happened to or by `name` (without a timeline, the seen
-    evidence), in the timeline's order."""
-    causes = [e for st in run.steps for d in st.data if d.get("relation") == "causes" for e in d.get("events", [])[:SHOWN]]
+    evidence), in the timeline's order. A kind's timeline lists that kind's causes alone (the first
+    `of_kind` of its ranking): the others, only counted there, are never offered."""
+    causes = [e for st in run.steps for d in st.data if d.get("relation") == "causes"
+              for e in d.get("events", [])[: min(SHOWN, d.get("of_kind") or SHOWN)]]  # fmt: skip
     passages: Sequence[Passage] = [Told(str(e.get("text") or "")) for e in causes] if causes else list(run.evidence.values())
     return told_events(name, passages)
 

@@ -135,3 +135,24 @@ def test_a_refused_name_holding_a_quote_mark_leaves_the_retry_free(backend):
     offered = next(t for t in model.calls[-1]["tools"] if t.name == "answer").grammar_parameters
     assert "pattern" not in offered["properties"]["answer"]
     assert run.answer == "Warsaw saw Marie Curie born"
+
+
+def test_after_a_kinds_timeline_the_retry_offers_only_the_causes_it_listed():
+    """A kind's timeline shows only the causes of that kind; a cause it only counted is never offered."""
+    from agent.llm import Message
+    from agent.memory.trajectory import Step
+    from agent.state import RunState
+    from agent.tools.answer import told_of
+
+    events = [{"text": "A fire broke out at Kvarts Microsystems' plant in Trondheim."},
+              {"text": "Kvarts Microsystems released HTI from the exclusivity clause."}]  # fmt: skip
+
+    def told(of_kind: int) -> list[str]:
+        run = RunState(question="What supplier event led to the recall?")
+        data = {"relation": "causes", "events": events, "kind": "supplier event", "of_kind": of_kind}
+        run.steps.append(Step(n=1, assistant=Message(role="assistant", content=""), data=[data]))
+        return told_of(run, "Kvarts Microsystems")
+
+    assert told(1) == ["a fire broke out at Kvarts Microsystems' plant in Trondheim"]
+    # no cause of the kind: the whole ranking was listed, and each cause tells its clause
+    assert told(0)[1] == "Kvarts Microsystems released HTI from the exclusivity clause"
