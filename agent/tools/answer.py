@@ -337,7 +337,7 @@ def make_answer(ctx: ToolContext) -> Tool:
             now["answer"] = list(options)
         parts = sentence_parts(run, sq)
         if parts:
-            now["answer"] = parts
+            now["answer"] = list(parts)
         # told to say what happened, a 1.5B restated the name with what it recalled ("X, the supplier of
         # …"): the grammar offers what the evidence tells of it, and where no clause names it, extends it
         told: list[object] = list(name_events(run))
