@@ -1,5 +1,5 @@
-"""Where an agent-turn RL step's time goes on CPU (``launch.rollout = "agent"``), side by side over variants
-of the rollout engine on the same config, questions, seeds and batch.
+"""Where an agent-turn RL step's time goes on CPU (``launch.rollout = "agent"``), side by side over values
+of a ``[grpo]`` field on the same config, questions, seeds and batch.
 
     python bench/rl_agent_step.py --config training/configs/rl_workflow_informative.toml \
         --variants config,prompt_grad=true --steps 2 --prompts 4 --rollouts 4 --model DIR
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.rl_step import add_step_args, save_table  # noqa: E402
 from training.config import RLRunConfig, load_config  # noqa: E402
 
 
@@ -100,28 +100,16 @@ def table(rows: list[AgentStepTimes]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--config", type=Path, default=ROOT / "training/configs/rl_workflow_informative.toml")
+    add_step_args(ap, "training/configs/rl_workflow_informative.toml", "eventfold-rl-agent-step")
     ap.add_argument("--variants", default="config", help="comma-separated; the first is the baseline")
-    ap.add_argument("--steps", type=int, default=2)
-    ap.add_argument("--prompts", type=int, default=4)
-    ap.add_argument("--rollouts", type=int, default=4)
     ap.add_argument(
         "--turns", type=int, default=None, help="agent steps per rollout at most (default: the config's)"
     )
-    ap.add_argument("--packaged", default=None, help="train a packaged model instead of the config's")
     ap.add_argument(
         "--model", type=Path, default=None, help="train this model directory instead of the config's"
     )
-    ap.add_argument(
-        "--out", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "eventfold-rl-agent-step"
-    )
     args = ap.parse_args()
-    rows = [run_variant(args, v) for v in args.variants.split(",")]
-    load = os.getloadavg()
-    text = table(rows) + f"\n\nload average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "table.md").write_text(text + "\n", encoding="utf-8")
-    print(text)
+    save_table(table([run_variant(args, v) for v in args.variants.split(",")]), args.out)
 
 
 if __name__ == "__main__":

@@ -116,24 +116,33 @@ def table(rows: list[StepTimes]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--config", type=Path, default=ROOT / "training/configs/rl_qwen05b.toml")
-    ap.add_argument("--engines", default="llama_cpp,hf_generate", help="rollout configs, first is the baseline")
+def add_step_args(ap: argparse.ArgumentParser, config: str, out: str) -> None:
+    """The arguments every RL step bench takes: the config, the batch, the model, the output folder."""
+    ap.add_argument("--config", type=Path, default=ROOT / config)
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--prompts", type=int, default=4)
     ap.add_argument("--rollouts", type=int, default=4)
+    ap.add_argument("--packaged", default=None, help="train a packaged model instead of the config's")
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / out)
+
+
+def save_table(text: str, out: Path) -> None:
+    """Print ``text`` with the load average it was measured under, and keep it as ``out/table.md``."""
+    load = os.getloadavg()
+    text += f"\n\nload average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "table.md").write_text(text + "\n", encoding="utf-8")
+    print(text)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_step_args(ap, "training/configs/rl_qwen05b.toml", "eventfold-rl-step")
+    ap.add_argument("--engines", default="llama_cpp,hf_generate", help="rollout configs, first is the baseline")
     ap.add_argument("--turns", type=int, default=8, help="tool-calling turns per rollout at most")
     ap.add_argument("--top-layers", type=int, default=4, help="LoRA on the top N decoder layers only (0: all)")
-    ap.add_argument("--packaged", default=None, help="train a packaged model instead of the config's")
-    ap.add_argument("--out", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "eventfold-rl-step")
     args = ap.parse_args()
-    rows = [run_engine(args, e) for e in args.engines.split(",")]
-    load = os.getloadavg()
-    text = table(rows) + f"\n\nload average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "table.md").write_text(text + "\n", encoding="utf-8")
-    print(text)
+    save_table(table([run_engine(args, e) for e in args.engines.split(",")]), args.out)
 
 
 if __name__ == "__main__":
